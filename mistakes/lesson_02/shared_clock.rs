@@ -1,0 +1,86 @@
+//! MISTAKE: late timestamps are clamped to the latest timestamp of *any* key.
+//!
+//! Why learners write it: "a late timestamp counts as the latest one seen" is
+//! the right rule, and one `latest` for the whole limiter is less state. But
+//! the rule is per key: a key whose requests come from a slower clock gets
+//! pushed into another key's window, so one key's traffic changes another
+//! key's decisions.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::sync::Mutex;
+use kata::{ConfigError, Decision, RateLimiter, Timestamp};
+
+pub struct ConcurrentFixedWindow {
+    limit: u64,
+    window: u64,
+    keys: Mutex<HashMap<Box<str>, KeyState>>,
+}
+
+struct KeyState {
+    /// The latest timestamp this key was called with, denied calls included.
+    latest: u64,
+    /// Requests allowed in the window that contains `latest`.
+    count: u64,
+}
+
+impl ConcurrentFixedWindow {
+    pub fn new(limit: u64, window: Duration) -> Result<Self, ConfigError> {
+        if limit == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        if window.is_zero() {
+            return Err(ConfigError::ZeroPeriod);
+        }
+        let window = u64::try_from(window.as_nanos()).map_err(|_| ConfigError::TooLarge)?;
+        Ok(ConcurrentFixedWindow {
+            limit,
+            window,
+            keys: Mutex::new(HashMap::new()),
+        })
+    }
+}
+
+impl RateLimiter for ConcurrentFixedWindow {
+    fn check(&self, key: &str, now: Timestamp) -> Decision {
+        // A panic in another thread while it held the lock leaves the map in
+        // a state this code can still read: every update below is complete
+        // before anything can panic, so poisoning is safe to ignore.
+        let mut keys = self
+            .keys
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !keys.contains_key(key) {
+            keys.insert(
+                key.into(),
+                KeyState {
+                    latest: 0,
+                    count: 0,
+                },
+            );
+        }
+        // Concurrent callers can deliver timestamps out of order: a late one
+        // counts as the latest seen, so it cannot reopen an old window.
+        // BUG: one clock for all keys.
+        let now = now
+            .as_nanos()
+            .max(keys.values().map(|s| s.latest).max().unwrap_or(0));
+        let state = keys.get_mut(key).expect("inserted above");
+        if now / self.window != state.latest / self.window {
+            state.count = 0;
+        }
+        state.latest = now;
+
+        if state.count < self.limit {
+            state.count += 1;
+            Decision::Allowed {
+                remaining: self.limit - state.count,
+            }
+        } else {
+            Decision::Denied {
+                retry_after: Duration::from_nanos(self.window - now % self.window),
+            }
+        }
+    }
+}

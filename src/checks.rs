@@ -1,0 +1,669 @@
+//! The checks every lesson runs, written once. A lesson's test file names its
+//! cases; everything here is generic over the lesson's algorithm and subjects.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::test_runner::{
+    Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
+
+use crate::decision::{describe, ConfigError, Decision, RateLimiter};
+use crate::gen::{timelines, Shape};
+use crate::models::Algorithm;
+use crate::render::{call, first_difference, render, render_compare};
+use crate::subject::Subject;
+use crate::time::Timestamp;
+use crate::timeline::{parse_decisions, Config, Timeline};
+use crate::watchdog::{progress, time_limit, watched, Stop};
+
+/// A limiter driven one call at a time, whatever its lesson's signature
+/// (`&mut self` in lesson 01, [`RateLimiter`] from lesson 02 on).
+pub trait Limiter: Send {
+    fn check(&mut self, key: &str, now: Timestamp) -> Decision;
+}
+
+/// Builds a subject's limiter on the std backend.
+pub type Build = fn(u64, Duration) -> Result<Box<dyn Limiter>, ConfigError>;
+/// Builds a subject's limiter on the loom backend (inside a loom model only).
+pub type BuildShared = fn(u64, Duration) -> Result<Arc<dyn RateLimiter>, ConfigError>;
+
+/// One implementation of a lesson, compiled into the test binary by
+/// [`crate::lesson!`].
+#[derive(Clone, Copy)]
+pub struct Variant {
+    /// The source file, as written in the test file (`../lessons/lesson_02.rs`).
+    pub file: &'static str,
+    pub source: &'static str,
+    pub build: Build,
+    pub build_loom: Option<BuildShared>,
+}
+
+impl Variant {
+    /// The file relative to the project root, as learners see it.
+    pub fn path(&self) -> String {
+        self.file.trim_start_matches("../").to_string()
+    }
+}
+
+/// Everything a check needs, cheap to copy onto a watched thread.
+#[derive(Clone, Copy)]
+struct Ctx {
+    algorithm: Algorithm,
+    subject: Subject,
+    tested: Variant,
+    reference: Variant,
+}
+
+/// A lesson's implementations and which of them is under test.
+pub struct Lesson {
+    pub number: u32,
+    pub title: &'static str,
+    /// The learner-facing type, for messages (`ConcurrentFixedWindow`).
+    pub limiter: &'static str,
+    pub algorithm: Algorithm,
+    subject: Result<Subject, String>,
+    implementations: Implementations,
+}
+
+/// The implementations of one lesson compiled into its test binary.
+pub struct Implementations {
+    pub learner: Variant,
+    pub reference: Variant,
+    pub mistakes: Vec<(&'static str, Variant)>,
+    pub alternatives: Vec<(&'static str, Variant)>,
+}
+
+impl Lesson {
+    pub fn new(
+        number: u32,
+        title: &'static str,
+        limiter: &'static str,
+        algorithm: Algorithm,
+        implementations: Implementations,
+    ) -> Lesson {
+        let names =
+            |list: &[(&'static str, Variant)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        let subject = Subject::from_env(
+            &names(&implementations.mistakes),
+            &names(&implementations.alternatives),
+        );
+        Lesson {
+            number,
+            title,
+            limiter,
+            algorithm,
+            subject,
+            implementations,
+        }
+    }
+
+    /// The subject under test; an invalid `KATA_SUBJECT` fails every test with
+    /// the list of valid values.
+    pub fn subject(&self) -> Subject {
+        match &self.subject {
+            Ok(s) => *s,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The implementation under test.
+    pub fn tested(&self) -> Variant {
+        match self.subject() {
+            Subject::Learner => self.implementations.learner,
+            Subject::Reference => self.implementations.reference,
+            Subject::Mistake(name) => find(&self.implementations.mistakes, name),
+            Subject::Alternative(name) => find(&self.implementations.alternatives, name),
+        }
+    }
+
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            algorithm: self.algorithm,
+            subject: self.subject(),
+            tested: self.tested(),
+            reference: self.implementations.reference,
+        }
+    }
+
+    /// Where failures should send the learner.
+    fn whose(&self) -> String {
+        format!("{} ({})", self.subject(), self.tested().path())
+    }
+
+    // ---------------------------------------------------------------- examples
+
+    /// An example: the requests in timeline notation and the decisions the
+    /// contract gives them (`+remaining` / `-retry_after_nanos`). The harness's
+    /// model must agree with the table before the subject is judged by it.
+    pub fn example(&self, limit: u64, period_nanos: u64, requests: &str, expected: &str) {
+        let config = Config::new(limit, period_nanos);
+        let timeline =
+            Timeline::parse(config, requests).unwrap_or_else(|e| panic!("bad example: {e}"));
+        let expected = parse_decisions(expected).unwrap_or_else(|e| panic!("bad example: {e}"));
+        assert_eq!(
+            timeline.requests.len(),
+            expected.len(),
+            "bad example: one decision per request"
+        );
+        let modelled = model_run(self.algorithm, &timeline);
+        if let Some(i) = first_difference(&modelled, &expected) {
+            panic!(
+                "this example's table contradicts the kata's model at request #{} (a bug in the tests, not in your code):\n{}",
+                i + 1,
+                render_compare(self.algorithm, &timeline, ("model", "table"), &modelled, &expected, Some(i))
+            );
+        }
+        let tested = self.tested();
+        let got = self.unwrap(&timeline, run_watched(tested, &timeline));
+        if let Some(i) = first_difference(&got, &expected) {
+            panic!(
+                "{}\n\n{}",
+                divergence(&timeline, i, &self.whose(), &got, "the contract", &expected),
+                render_compare(
+                    self.algorithm,
+                    &timeline,
+                    ("yours", "expected"),
+                    &got,
+                    &expected,
+                    Some(i)
+                )
+            );
+        }
+    }
+
+    /// A constructor case: `new(limit, period)` must give `expected`.
+    pub fn config(&self, limit: u64, period: Duration, expected: Result<(), ConfigError>) {
+        assert_eq!(
+            self.algorithm.validate(limit, period),
+            expected,
+            "bad config case: the contract says otherwise"
+        );
+        let build = self.tested().build;
+        let got = watched(
+            time_limit(),
+            |_| String::new(),
+            move || build(limit, period).map(|mut limiter| limiter.check("key", Timestamp::ZERO)),
+        );
+        let shown = format!("{}::new({limit}, {period:?})", self.limiter);
+        match (got, expected) {
+            (Err(stop), _) => panic!("{shown} {}", stop.text()),
+            (Ok(Ok(first)), Ok(())) => {
+                let want = Decision::Allowed { remaining: limit - 1 };
+                assert!(
+                    first == want,
+                    "{shown} built a limiter, but its first request was {}; a fresh key must be {}",
+                    describe(&first),
+                    describe(&want)
+                );
+            }
+            (Ok(Ok(_)), Err(e)) => panic!(
+                "{shown} returned Ok, but this configuration must be rejected with ConfigError::{e:?}: {e}"
+            ),
+            (Ok(Err(got)), Ok(())) => {
+                panic!("{shown} returned Err(ConfigError::{got:?}), but this configuration is valid")
+            }
+            (Ok(Err(got)), Err(e)) => assert!(
+                got == e,
+                "{shown} returned Err(ConfigError::{got:?}), but the contract checks in order \
+                 (zero limit, zero period, too large) and this one is ConfigError::{e:?}: {e}"
+            ),
+        }
+    }
+
+    fn unwrap<T>(&self, timeline: &Timeline, r: Result<T, Stop>) -> T {
+        r.unwrap_or_else(|stop| panic!("{} {}\ntimeline: {timeline:?}", self.whose(), stop.text()))
+    }
+
+    // --------------------------------------------------------------- snapshots
+
+    /// A named timeline, drawn as a table and strip chart, compared with the
+    /// committed snapshot `tests/snapshots/lesson_NN_<name>.snap`. The snapshot
+    /// must be what the model and the reference draw, so accepting a wrong
+    /// drawing as the new snapshot cannot make this pass.
+    pub fn snapshot(&self, name: &str, limit: u64, period_nanos: u64, requests: &str) {
+        let timeline = Timeline::parse(Config::new(limit, period_nanos), requests)
+            .unwrap_or_else(|e| panic!("bad snapshot timeline: {e}"));
+        let draw = |d: &[Decision]| render(self.algorithm, &timeline, d);
+        let contract = draw(&model_run(self.algorithm, &timeline));
+        let reference = draw(&self.unwrap(
+            &timeline,
+            run_watched(self.implementations.reference, &timeline),
+        ));
+        assert!(
+            reference == contract,
+            "the reference solution disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
+        );
+        let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
+        let snapshot = format!("lesson_{:02}_{name}", self.number);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots");
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(dir);
+        settings.set_prepend_module_to_snapshot(false);
+        settings.set_omit_expression(true);
+        settings.set_description(format!("{timeline:?}"));
+        if tested != contract {
+            println!(
+                "{} draws timeline {name} differently from the reference (diff below: - is the \
+                 reference, + is yours). Fix the limiter rather than accepting the new drawing: \
+                 the tests also check that the committed snapshot is the reference's.",
+                self.whose()
+            );
+        }
+        settings.bind(|| insta::assert_snapshot!(snapshot.as_str(), tested));
+        let file = format!("{dir}/{snapshot}.snap");
+        let committed = std::fs::read_to_string(&file).unwrap_or_default();
+        let body = snapshot_body(&committed);
+        assert!(
+            body == contract.trim_end(),
+            "tests/snapshots/{snapshot}.snap no longer holds the contract's timeline (was a wrong \
+             run accepted as the snapshot?). Restore it with `git checkout tests/snapshots/{snapshot}.snap`."
+        );
+    }
+
+    // -------------------------------------------------------------- properties
+
+    /// Exact agreement with the reference solution on in-order timelines.
+    pub fn agrees_with_reference(&self) {
+        self.property(
+            "agrees with the reference",
+            256,
+            Shape::InOrder,
+            |ctx, t| {
+                if ctx.subject == Subject::Reference {
+                    return Ok(());
+                }
+                let got = run(ctx.tested, t)?;
+                let want = run(ctx.reference, t)?;
+                compare(ctx, t, &got, "the reference", &want)
+            },
+        );
+    }
+
+    /// Exact agreement with the kata's model of the contract.
+    pub fn agrees_with_model(&self) {
+        self.property(
+            "agrees with the contract's model",
+            256,
+            Shape::InOrder,
+            |ctx, t| {
+                let got = run(ctx.tested, t)?;
+                compare(ctx, t, &got, "the contract", &model_run(ctx.algorithm, t))
+            },
+        );
+    }
+
+    /// The lesson's limit invariant, on in-order and late-delivered timelines
+    /// (a late request is placed at the latest timestamp its key had seen).
+    pub fn keeps_the_limit(&self) {
+        for shape in [Shape::InOrder, Shape::OutOfOrder] {
+            self.property("keeps the limit", 256, shape, |ctx, t| {
+                invariant(ctx, t, &run(ctx.tested, t)?)
+            });
+        }
+    }
+
+    /// `remaining` and `retry_after` mean what the contract says: replaying the
+    /// timeline, `remaining` more requests at the same instant are allowed and
+    /// the next one is denied; a request `retry_after` later is allowed and one
+    /// a nanosecond earlier is not.
+    pub fn answers_mean_what_they_say(&self) {
+        self.property(
+            "remaining and retry_after mean what they say",
+            96,
+            Shape::InOrder,
+            probe,
+        );
+    }
+
+    /// No panic, a `retry_after` of at least 1 ns, and the invariant where the
+    /// arithmetic fits, for periods and timestamps up to `u64::MAX` and for
+    /// late-delivered timestamps.
+    pub fn survives_extremes(&self) {
+        for shape in [Shape::Extreme, Shape::OutOfOrder] {
+            self.property(
+                "survives extreme and late timestamps",
+                256,
+                shape,
+                |ctx, t| invariant(ctx, t, &run(ctx.tested, t)?),
+            );
+        }
+    }
+
+    /// Runs one property with a fixed seed (deterministic runs). A case that
+    /// hangs is reported at once: later cases pass untried, so shrinking stops
+    /// at the timeline that hung instead of hanging again.
+    fn property(
+        &self,
+        name: &str,
+        cases: u32,
+        shape: Shape,
+        check: fn(Ctx, &Timeline) -> Result<(), String>,
+    ) {
+        let ctx = self.ctx();
+        let config = PropConfig {
+            cases,
+            failure_persistence: None,
+            max_shrink_iters: 4096,
+            ..PropConfig::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        let hung = Arc::new(AtomicBool::new(false));
+        let strategy = timelines(self.algorithm, shape);
+        let result = runner.run(&strategy, |timeline| {
+            if hung.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            let t = timeline.clone();
+            let describe = |i: usize| {
+                timeline
+                    .requests
+                    .get(i)
+                    .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
+                    .unwrap_or_else(|| "an extra request of a replay".into())
+            };
+            match watched(time_limit(), describe, move || check(ctx, &t)) {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(message)) => Err(TestCaseError::fail(message)),
+                Err(Stop::Panicked(message)) => {
+                    Err(TestCaseError::fail(format!("{} {message}", ctx.subject)))
+                }
+                Err(Stop::Hung(message)) => {
+                    hung.store(true, Ordering::Relaxed);
+                    Err(TestCaseError::fail(format!("{} {message}", ctx.subject)))
+                }
+            }
+        });
+        match result {
+            Ok(()) => {}
+            Err(TestError::Fail(reason, timeline)) => panic!(
+                "property \"{name}\" fails for {} ({shape:?} timelines).\nminimal timeline: {timeline:?}\n\n{reason}",
+                self.whose()
+            ),
+            Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
+        }
+    }
+
+    // --------------------------------------------------------------------- loom
+
+    /// Fails, naming the line, if the file under test takes sync primitives from
+    /// anywhere but `super::sync`.
+    pub fn uses_only_the_sync_facade(&self) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_sync_imports(&v.path(), v.source) {
+            panic!("{e}");
+        }
+    }
+
+    /// Runs one loom scenario against the subject's loom build.
+    pub fn loom(&self, scenario: crate::scenarios::Scenario) {
+        self.uses_only_the_sync_facade();
+        let v = self.tested();
+        let build = v
+            .build_loom
+            .expect("loom scenarios need a lesson built with `concurrent`");
+        if let Err(e) = crate::scenarios::explore(self.algorithm, build, scenario) {
+            panic!("{} ({}): {e}", self.subject(), v.path());
+        }
+    }
+}
+
+fn find(list: &[(&'static str, Variant)], name: &str) -> Variant {
+    list.iter()
+        .find(|(n, _)| *n == name)
+        .expect("Subject::from_env only accepts names from these lists")
+        .1
+}
+
+/// The body of an insta snapshot file (what follows its `---` header).
+fn snapshot_body(file: &str) -> &str {
+    let mut parts = file.splitn(3, "---\n");
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(""), Some(_header), Some(body)) => body.trim_end(),
+        _ => file.trim_end(),
+    }
+}
+
+/// The model's decisions for a timeline.
+pub fn model_run(algorithm: Algorithm, timeline: &Timeline) -> Vec<Decision> {
+    let mut model = algorithm.model(timeline.config);
+    timeline
+        .requests
+        .iter()
+        .map(|r| model.decide(&r.key, r.now.as_nanos()))
+        .collect()
+}
+
+/// Runs a timeline on a fresh limiter of `variant`, on the current thread.
+fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
+    let config = timeline.config;
+    let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
+        format!(
+            "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
+            config.limit, config.period
+        )
+    })?;
+    Ok(timeline
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            progress(i);
+            limiter.check(&r.key, r.now)
+        })
+        .collect())
+}
+
+/// Runs a timeline under the watchdog.
+fn run_watched(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, Stop> {
+    let t = timeline.clone();
+    let describe = |i: usize| {
+        timeline
+            .requests
+            .get(i)
+            .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
+            .unwrap_or_default()
+    };
+    match watched(time_limit(), describe, move || run(variant, &t)) {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(e)) => Err(Stop::Panicked(e)),
+        Err(stop) => Err(stop),
+    }
+}
+
+fn divergence(
+    timeline: &Timeline,
+    i: usize,
+    whose: &str,
+    got: &[Decision],
+    other: &str,
+    want: &[Decision],
+) -> String {
+    let r = &timeline.requests[i];
+    let show = |d: Option<&Decision>| d.map(describe).unwrap_or_else(|| "no answer".into());
+    format!(
+        "request #{}, {}: {whose} answered {}; {other} says {}.",
+        i + 1,
+        call(&r.key, r.now),
+        show(got.get(i)),
+        show(want.get(i))
+    )
+}
+
+/// Compares two runs of an in-order timeline, on the requests whose answer
+/// the contract fixes exactly.
+fn compare(
+    ctx: Ctx,
+    t: &Timeline,
+    got: &[Decision],
+    other: &str,
+    want: &[Decision],
+) -> Result<(), String> {
+    let exact = |i: usize| {
+        ctx.algorithm
+            .exact_at(&t.config, t.requests[i].now.as_nanos())
+    };
+    let first = (0..t.requests.len()).find(|&i| exact(i) && got.get(i) != want.get(i));
+    match first {
+        None => Ok(()),
+        Some(i) => {
+            let shown = t.prefix(i + 1);
+            Err(format!(
+                "{}\n\n{}",
+                divergence(
+                    t,
+                    i,
+                    &format!("{} ({})", ctx.subject, ctx.tested.path()),
+                    got,
+                    other,
+                    want
+                ),
+                render_compare(
+                    ctx.algorithm,
+                    &shown,
+                    ("yours", other.trim_start_matches("the ")),
+                    got,
+                    want,
+                    Some(i)
+                )
+            ))
+        }
+    }
+}
+
+/// Every `retry_after` is at least 1 ns, and the allowed requests, each placed
+/// at the latest timestamp its key had seen, obey the lesson's invariant.
+fn invariant(ctx: Ctx, t: &Timeline, got: &[Decision]) -> Result<(), String> {
+    for (i, d) in got.iter().enumerate() {
+        if let Decision::Denied { retry_after } = d {
+            if retry_after.is_zero() {
+                let r = &t.requests[i];
+                return Err(format!(
+                    "request #{}, {}: denied with a retry_after of 0, but retry_after is never zero: a \
+                     caller retrying at once would be denied again.\n\n{}",
+                    i + 1,
+                    call(&r.key, r.now),
+                    render(ctx.algorithm, &t.prefix(i + 1), got)
+                ));
+            }
+        }
+    }
+    let placed = t.placed();
+    let mut keys: Vec<&str> = t.requests.iter().map(|r| r.key.as_str()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        let allowed: Vec<u64> = (0..t.requests.len())
+            .filter(|&i| t.requests[i].key == key && got[i].is_allowed())
+            .map(|i| placed[i])
+            .filter(|p| ctx.algorithm.exact_at(&t.config, *p))
+            .collect();
+        if let Err(e) = ctx.algorithm.invariant(&t.config, &allowed) {
+            return Err(format!(
+                "key {key:?}: {e}.\n\n{}",
+                render(ctx.algorithm, t, got)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Replays prefixes of the timeline on fresh limiters to test what each answer
+/// claims about the future.
+fn probe(ctx: Ctx, t: &Timeline) -> Result<(), String> {
+    let got = run(ctx.tested, t)?;
+    let limit = t.config.limit;
+    for (i, d) in got.iter().enumerate() {
+        let r = &t.requests[i];
+        let now = r.now.as_nanos();
+        if !ctx.algorithm.exact_at(&t.config, now) {
+            continue;
+        }
+        let replay = |extra: &[u64]| -> Result<Vec<Decision>, String> {
+            let mut probe = t.prefix(i + 1);
+            probe.requests.extend(
+                extra
+                    .iter()
+                    .map(|at| crate::timeline::Request::new(&r.key, *at)),
+            );
+            Ok(run(ctx.tested, &probe)?.split_off(i + 1))
+        };
+        let fail = |claim: String| {
+            Err(format!(
+                "request #{}, {} was answered {}, {claim}\n\n{}",
+                i + 1,
+                call(&r.key, r.now),
+                describe(d),
+                render(ctx.algorithm, &t.prefix(i + 1), &got)
+            ))
+        };
+        match *d {
+            Decision::Allowed { remaining } => {
+                if remaining >= limit {
+                    return fail(format!(
+                        "but the limit is {limit}, so at most {} can remain",
+                        limit - 1
+                    ));
+                }
+                let after = replay(&vec![now; remaining as usize + 1])?;
+                if let Some(j) = after
+                    .iter()
+                    .take(remaining as usize)
+                    .position(|d| !d.is_allowed())
+                {
+                    return fail(format!(
+                        "but in a replay the {} further request at that instant was {}",
+                        ordinal(j + 1),
+                        describe(&after[j])
+                    ));
+                }
+                if after[remaining as usize].is_allowed() {
+                    return fail(format!(
+                        "but in a replay {} further requests at that instant were all allowed",
+                        remaining + 1
+                    ));
+                }
+            }
+            Decision::Denied { retry_after } => {
+                let wait = u64::try_from(retry_after.as_nanos()).unwrap_or(u64::MAX);
+                if wait == 0 {
+                    return fail("but retry_after is never zero".into());
+                }
+                let Some(at) = now.checked_add(wait) else {
+                    continue;
+                };
+                let later = replay(&[at])?;
+                if !later[0].is_allowed() {
+                    return fail(format!(
+                        "but in a replay a request {} later, at {}, was {}",
+                        retry_after.as_nanos(),
+                        Timestamp::from_nanos(at),
+                        describe(&later[0])
+                    ));
+                }
+                if wait > 1 {
+                    let sooner = replay(&[at - 1])?;
+                    if sooner[0].is_allowed() {
+                        return fail(format!(
+                            "but in a replay a request 1ns sooner, at {}, was already allowed: retry_after \
+                             must be the shortest wait",
+                            Timestamp::from_nanos(at - 1)
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ordinal(n: usize) -> String {
+    match n {
+        1 => "1st".into(),
+        2 => "2nd".into(),
+        3 => "3rd".into(),
+        n => format!("{n}th"),
+    }
+}

@@ -1,0 +1,239 @@
+//! proptest generators of timelines that aim at the edges: timestamps on and one
+//! nanosecond either side of window boundaries and of the instants a past request
+//! expires, bursts at one instant, several keys (the empty key among them),
+//! long idle gaps, timestamps near `u64::MAX`, and late-delivered timestamps.
+
+use proptest::prelude::*;
+
+use crate::models::Algorithm;
+use crate::time::Timestamp;
+use crate::timeline::{Config, Request, Timeline};
+
+/// Which kind of timeline to draw.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Shape {
+    /// Every key's timestamps are non-decreasing: the contract fixes every answer.
+    InOrder,
+    /// Some timestamps arrive late, as from concurrent callers.
+    OutOfOrder,
+    /// Periods up to `u64::MAX` ns and timestamps near `u64::MAX`, some late.
+    Extreme,
+}
+
+const KEYS: [&str; 3] = ["a", "b", ""];
+
+/// One step of a timeline: which key calls, and how the clock moves first.
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    key: usize,
+    moves: Move,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Move {
+    /// Same instant as the previous request: bursts.
+    Stay,
+    /// Onto the next period boundary (a multiple of W), or one ns either side.
+    Boundary(i8),
+    /// Onto the instant an earlier request (`back` requests ago) leaves the
+    /// interval, `t + W`, or one ns either side.
+    Expiry(usize, i8),
+    /// Forward by a little (under 2·W).
+    Forward(u64),
+    /// Forward by several whole periods and a bit: idle gaps.
+    Idle(u64, u64),
+    /// Backward by a little (out-of-order shapes only).
+    Back(u64),
+}
+
+fn moves(shape: Shape) -> BoxedStrategy<Move> {
+    let offset = -1i8..=1;
+    let in_order = prop_oneof![
+        4 => Just(Move::Stay),
+        3 => offset.clone().prop_map(Move::Boundary),
+        3 => (0usize..8, offset).prop_map(|(b, o)| Move::Expiry(b, o)),
+        3 => (0u64..2_000).prop_map(Move::Forward),
+        1 => (2u64..6, 0u64..1_000).prop_map(|(n, f)| Move::Idle(n, f)),
+    ];
+    match shape {
+        Shape::InOrder => in_order.boxed(),
+        Shape::OutOfOrder | Shape::Extreme => prop_oneof![
+            6 => in_order,
+            1 => (0u64..2_000).prop_map(Move::Back),
+        ]
+        .boxed(),
+    }
+}
+
+fn steps(shape: Shape) -> impl Strategy<Value = Vec<Step>> {
+    let key = prop_oneof![5 => Just(0usize), 3 => Just(1usize), 1 => Just(2usize)];
+    proptest::collection::vec(
+        (key, moves(shape)).prop_map(|(key, moves)| Step { key, moves }),
+        1..40,
+    )
+}
+
+fn configs(shape: Shape) -> BoxedStrategy<Config> {
+    let limit = prop_oneof![3 => 1u64..=3, 1 => 4u64..=6];
+    let period = match shape {
+        Shape::InOrder | Shape::OutOfOrder => prop_oneof![
+            1 => Just(1u64),
+            1 => Just(2u64),
+            1 => Just(3u64),
+            2 => Just(10u64),
+            3 => Just(1_000u64),
+            1 => Just(1_000_000_000u64),
+            2 => 1u64..5_000,
+        ]
+        .boxed(),
+        Shape::Extreme => prop_oneof![
+            Just(1u64),
+            Just(1_000u64),
+            Just(u64::MAX / 4),
+            Just(u64::MAX / 2),
+            Just(u64::MAX / 2 + 1),
+            Just(u64::MAX - 1),
+            Just(u64::MAX),
+        ]
+        .boxed(),
+    };
+    (limit, period)
+        .prop_map(|(limit, period)| Config::new(limit, period))
+        .boxed()
+}
+
+fn starts(shape: Shape) -> BoxedStrategy<(u8, u64)> {
+    match shape {
+        // 0: the origin; 1: k·W; 2: anywhere in the first periods.
+        Shape::InOrder | Shape::OutOfOrder => (0u8..3, 0u64..50).boxed(),
+        // 3: u64::MAX minus a little.
+        Shape::Extreme => (Just(3u8), 0u64..5_000).boxed(),
+    }
+}
+
+/// Timelines of the given shape for an algorithm. Forward moves are scaled to
+/// the drawn period so that small and large windows see the same edges.
+///
+/// In a third of the timelines every key has a clock of its own: each key's
+/// timestamps still only move forward, but one key can be far ahead of another,
+/// as when keys are served by different callers.
+pub fn timelines(_algorithm: Algorithm, shape: Shape) -> BoxedStrategy<Timeline> {
+    let own_clocks = prop_oneof![2 => Just(false), 1 => Just(true)];
+    (configs(shape), starts(shape), steps(shape), own_clocks)
+        .prop_map(move |(config, (start_kind, start), steps, own_clocks)| {
+            build(config, start_kind, start, &steps, own_clocks)
+        })
+        .boxed()
+}
+
+fn build(config: Config, start_kind: u8, start: u64, steps: &[Step], own_clocks: bool) -> Timeline {
+    let w = config.period_nanos();
+    let scale = |n: u64| -> u64 {
+        // `n` is in thousandths of a period.
+        (u128::from(w) * u128::from(n) / 1_000).min(u128::from(u64::MAX)) as u64
+    };
+    let mut now: u64 = match start_kind {
+        0 => 0,
+        1 => w.saturating_mul(start),
+        2 => scale(start.saturating_mul(100)),
+        _ => u64::MAX - start,
+    };
+    let mut clocks = [now; KEYS.len()];
+    let mut requests: Vec<Request> = Vec::with_capacity(steps.len());
+    for step in steps {
+        if own_clocks {
+            now = clocks[step.key];
+        }
+        now = match step.moves {
+            Move::Stay => now,
+            Move::Boundary(offset) => {
+                let next = (u128::from(now) / u128::from(w) + 1) * u128::from(w);
+                shift(next, offset)
+                    .max(u128::from(now))
+                    .min(u128::from(u64::MAX)) as u64
+            }
+            Move::Expiry(back, offset) => match requests.iter().rev().nth(back) {
+                Some(earlier) => {
+                    let at = u128::from(earlier.now.as_nanos()) + u128::from(w);
+                    shift(at, offset)
+                        .max(u128::from(now))
+                        .min(u128::from(u64::MAX)) as u64
+                }
+                None => now,
+            },
+            Move::Forward(n) => now.saturating_add(scale(n)),
+            Move::Idle(periods, n) => now
+                .saturating_add(w.saturating_mul(periods))
+                .saturating_add(scale(n)),
+            Move::Back(n) => now.saturating_sub(scale(n).max(1)),
+        };
+        clocks[step.key] = now;
+        requests.push(Request {
+            key: KEYS[step.key].to_string(),
+            now: Timestamp::from_nanos(now),
+        });
+    }
+    Timeline { config, requests }
+}
+
+fn shift(at: u128, offset: i8) -> u128 {
+    match offset {
+        -1 => at.saturating_sub(1),
+        1 => at + 1,
+        _ => at,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    fn sample(shape: Shape, n: usize) -> Vec<Timeline> {
+        let mut runner = TestRunner::deterministic();
+        let strategy = timelines(Algorithm::FixedWindow, shape);
+        (0..n)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect()
+    }
+
+    #[test]
+    fn in_order_timelines_reach_the_edges() {
+        let all = sample(Shape::InOrder, 300);
+        assert!(all.iter().all(Timeline::in_order));
+        let on_edge = |d: i128| {
+            all.iter().any(|t| {
+                let w = i128::from(t.config.period_nanos());
+                w > 2
+                    && t.requests.iter().any(|r| {
+                        (i128::from(r.now.as_nanos()) - d) % w == 0 && r.now.as_nanos() > 0
+                    })
+            })
+        };
+        assert!(on_edge(0) && on_edge(1) && on_edge(-1));
+        let bursts = all
+            .iter()
+            .filter(|t| t.requests.windows(2).any(|p| p[0] == p[1]))
+            .count();
+        assert!(bursts > 100, "{bursts}");
+        assert!(all
+            .iter()
+            .any(|t| t.requests.iter().any(|r| r.key.is_empty())));
+        let keys_apart = all
+            .iter()
+            .filter(|t| t.requests.windows(2).any(|p| p[1].now < p[0].now))
+            .count();
+        assert!(keys_apart > 30, "{keys_apart}");
+    }
+
+    #[test]
+    fn other_shapes_go_back_and_near_the_end_of_time() {
+        assert!(sample(Shape::OutOfOrder, 200).iter().any(|t| !t.in_order()));
+        let extreme = sample(Shape::Extreme, 200);
+        assert!(extreme
+            .iter()
+            .any(|t| t.requests.iter().any(|r| r.now == Timestamp::MAX)));
+        assert!(extreme.iter().any(|t| t.config.period_nanos() == u64::MAX));
+    }
+}

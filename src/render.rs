@@ -1,0 +1,232 @@
+//! Timelines drawn for people: a table of every request and a strip chart per
+//! key. Snapshots, failure messages and the runner all use these.
+
+use std::fmt::Write;
+
+use crate::decision::Decision;
+use crate::models::Algorithm;
+use crate::time::{group_digits, Timestamp};
+use crate::timeline::{show_key, Timeline};
+
+fn remaining_and_retry(d: &Decision) -> (String, String) {
+    match d {
+        Decision::Allowed { remaining } => (remaining.to_string(), String::new()),
+        Decision::Denied { retry_after } => (
+            String::new(),
+            format!("{}ns", group_digits(retry_after.as_nanos())),
+        ),
+    }
+}
+
+fn verdict(d: &Decision) -> &'static str {
+    if d.is_allowed() {
+        "allowed"
+    } else {
+        "denied"
+    }
+}
+
+/// Left-aligned text columns, two spaces apart, with no trailing spaces.
+fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            let _ = write!(line, "{cell:<width$}  ", width = widths[c]);
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn heading(algorithm: Algorithm, timeline: &Timeline) -> String {
+    format!(
+        "limit {} per {} of {}ns ({:?})\n\n",
+        timeline.config.limit,
+        algorithm.period_name(),
+        group_digits(timeline.config.period.as_nanos()),
+        algorithm
+    )
+}
+
+/// A table of each request and a strip chart of each key.
+pub fn render(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision]) -> String {
+    let mut rows = vec![vec![
+        "#".to_string(),
+        "time".into(),
+        "key".into(),
+        "decision".into(),
+        "remaining".into(),
+        "retry after".into(),
+    ]];
+    for (i, (r, d)) in timeline.requests.iter().zip(decisions).enumerate() {
+        let (remaining, retry) = remaining_and_retry(d);
+        rows.push(vec![
+            (i + 1).to_string(),
+            r.now.to_string(),
+            show_key(&r.key),
+            verdict(d).into(),
+            remaining,
+            retry,
+        ]);
+    }
+    let mut out = heading(algorithm, timeline);
+    out.push_str(&table(&rows));
+    out.push('\n');
+    out.push_str(&strip_chart(algorithm, timeline, decisions));
+    out
+}
+
+/// One row per key, one column per request in order: `o` allowed, `x` denied,
+/// `.` another key's request; `|` where a period boundary (a multiple of W or T
+/// since the origin) is crossed, `:` where one or more whole periods pass with
+/// no request at all.
+pub fn strip_chart(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision]) -> String {
+    let period = timeline.config.period.as_nanos().max(1);
+    let mut keys: Vec<&str> = Vec::new();
+    for r in &timeline.requests {
+        if !keys.contains(&r.key.as_str()) {
+            keys.push(&r.key);
+        }
+    }
+    let mut separators = Vec::new();
+    let mut previous: Option<u128> = None;
+    for r in &timeline.requests {
+        let k = u128::from(r.now.as_nanos()) / period;
+        separators.push(match previous {
+            Some(p) if k == p + 1 || p == k + 1 => "|",
+            Some(p) if k != p => ":",
+            _ => "",
+        });
+        previous = Some(k);
+    }
+    let mut rows = Vec::new();
+    for key in &keys {
+        let mut line = String::new();
+        for ((r, d), sep) in timeline.requests.iter().zip(decisions).zip(&separators) {
+            line.push_str(sep);
+            line.push(match (r.key == *key, d.is_allowed()) {
+                (false, _) => '.',
+                (true, true) => 'o',
+                (true, false) => 'x',
+            });
+        }
+        rows.push(vec![show_key(key), line]);
+    }
+    let mut out = table(&rows);
+    let _ = writeln!(
+        out,
+        "\no allowed, x denied, . another key; | a {} boundary (every {}ns), : whole {}s with no request",
+        algorithm.period_name(),
+        group_digits(period),
+        algorithm.period_name()
+    );
+    out
+}
+
+/// The first index where two runs of the same timeline disagree.
+pub fn first_difference(a: &[Decision], b: &[Decision]) -> Option<usize> {
+    a.iter()
+        .zip(b)
+        .position(|(x, y)| x != y)
+        .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
+}
+
+/// Two runs of one timeline side by side, the first difference marked.
+/// `checked[i]` is false for requests whose exact answer the contract leaves
+/// open (see [`Algorithm::exact_at`]); they are shown but never marked.
+pub fn render_compare(
+    algorithm: Algorithm,
+    timeline: &Timeline,
+    labels: (&str, &str),
+    left: &[Decision],
+    right: &[Decision],
+    mark: Option<usize>,
+) -> String {
+    let mut rows = vec![vec![
+        "#".to_string(),
+        "time".into(),
+        "key".into(),
+        labels.0.into(),
+        labels.1.into(),
+        String::new(),
+    ]];
+    let show = |d: Option<&Decision>| {
+        d.map(crate::decision::describe)
+            .unwrap_or_else(|| "-".into())
+    };
+    for (i, r) in timeline.requests.iter().enumerate() {
+        rows.push(vec![
+            (i + 1).to_string(),
+            r.now.to_string(),
+            show_key(&r.key),
+            show(left.get(i)),
+            show(right.get(i)),
+            if Some(i) == mark {
+                "<-- first difference".into()
+            } else {
+                String::new()
+            },
+        ]);
+    }
+    let mut out = heading(algorithm, timeline);
+    out.push_str(&table(&rows));
+    out
+}
+
+/// `check("a", 1_000ns)`: how a call is written in messages.
+pub fn call(key: &str, now: Timestamp) -> String {
+    format!("check({key:?}, {now})")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{parse_decisions, Config};
+
+    #[test]
+    fn draws_table_and_strips() {
+        let t = Timeline::parse(Config::new(2, 1000), "a@0 a@1 b@999 a@999 a@1000 b@5000").unwrap();
+        let d = parse_decisions("+1 +0 +1 -1 +1 +1").unwrap();
+        let text = render(Algorithm::FixedWindow, &t, &d);
+        assert!(
+            text.contains("4  999ns    a    denied               1ns"),
+            "{text}"
+        );
+        assert!(text.contains("a  oo.x|o:."), "{text}");
+        assert!(text.contains("b  ..o.|.:o"), "{text}");
+        assert!(!text.lines().any(|l| l.ends_with(' ')), "{text}");
+    }
+
+    #[test]
+    fn marks_first_difference() {
+        let t = Timeline::parse(Config::new(1, 10), "a@0 a@1").unwrap();
+        let a = parse_decisions("+0 -9").unwrap();
+        let b = parse_decisions("+0 +0").unwrap();
+        assert_eq!(first_difference(&a, &b), Some(1));
+        assert_eq!(first_difference(&a, &a), None);
+        assert_eq!(first_difference(&a, &a[..1]), Some(1));
+        let text = render_compare(
+            Algorithm::FixedWindow,
+            &t,
+            ("yours", "reference"),
+            &a,
+            &b,
+            Some(1),
+        );
+        let marked: Vec<_> = text.lines().filter(|l| l.contains("<--")).collect();
+        assert_eq!(marked.len(), 1);
+        assert!(marked[0].starts_with("2 "), "{text}");
+    }
+}

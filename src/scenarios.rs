@@ -1,0 +1,330 @@
+//! Loom scenarios: small concurrent situations in which the classic races of
+//! rate limiters show up, explored over every thread interleaving (up to a
+//! preemption bound) and judged against the model: the answers of calls that
+//! overlap must be those of some one-at-a-time order of the same calls.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+
+use crate::checks::BuildShared;
+use crate::decision::{describe, Decision, RateLimiter};
+use crate::models::{Algorithm, Model};
+use crate::render::call;
+use crate::sync::{note, reset_trace, take_trace, Op};
+use crate::timeline::{Config, Request};
+use crate::watchdog::{take_panic, tidy_path, time_limit, watched};
+
+/// A concurrent situation: calls made before the threads start, the calls of
+/// each thread (thread 0 is the model's main thread, which also spawns and
+/// joins the others), and calls made after every thread has been joined.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub config: Config,
+    pub before: Vec<Request>,
+    pub threads: Vec<Vec<Request>>,
+    pub after: Vec<Request>,
+}
+
+fn calls(list: &[(&str, u64)]) -> Vec<Request> {
+    list.iter().map(|(k, t)| Request::new(k, *t)).collect()
+}
+
+impl Scenario {
+    /// Three threads call for one key at one instant with a limit of 2: lost
+    /// updates and check-then-act races let all three in.
+    pub fn burst() -> Scenario {
+        Scenario {
+            name: "burst",
+            what: "three threads call for one key at the same instant, limit 2",
+            config: Config::new(2, 1_000),
+            before: vec![],
+            threads: vec![calls(&[("k", 0)]), calls(&[("k", 0)]), calls(&[("k", 0)])],
+            after: vec![],
+        }
+    }
+
+    /// The key used its whole limit at 0; two threads arrive when the period has
+    /// passed and race to reset the expired state, then one more call follows.
+    pub fn rollover() -> Scenario {
+        Scenario {
+            name: "rollover",
+            what: "a key's limit is used up at 0; two threads arrive together one period later and race to reset it",
+            config: Config::new(2, 1_000),
+            before: calls(&[("k", 0), ("k", 0)]),
+            threads: vec![calls(&[("k", 1_000)]), calls(&[("k", 1_000)])],
+            after: calls(&[("k", 1_000)]),
+        }
+    }
+
+    /// Two threads make the first call of a brand-new key at once while a third
+    /// creates another key; a racy get-or-insert gives one key two states.
+    pub fn new_key() -> Scenario {
+        Scenario {
+            name: "new key",
+            what: "two threads create state for the new key k at once while a third creates key j",
+            config: Config::new(2, 1_000),
+            before: vec![],
+            threads: vec![calls(&[("k", 5)]), calls(&[("k", 5)]), calls(&[("j", 5)])],
+            after: calls(&[("k", 5), ("j", 5)]),
+        }
+    }
+}
+
+/// What one execution answered.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Answers {
+    before: Vec<Decision>,
+    threads: Vec<Vec<Decision>>,
+    after: Vec<Decision>,
+}
+
+fn checked(limiter: &dyn RateLimiter, r: &Request) -> Decision {
+    note(format!("{} called", call(&r.key, r.now)));
+    let d = limiter.check(&r.key, r.now);
+    note(format!("{} -> {}", call(&r.key, r.now), describe(&d)));
+    d
+}
+
+fn execution(build: BuildShared, s: &Scenario) -> Answers {
+    reset_trace();
+    let limiter: Arc<dyn RateLimiter> =
+        build(s.config.limit, s.config.period).unwrap_or_else(|e| {
+            panic!(
+                "new({}, {:?}) returned Err({e:?}) for a valid configuration",
+                s.config.limit, s.config.period
+            )
+        });
+    let before = s.before.iter().map(|r| checked(&*limiter, r)).collect();
+    let handles: Vec<_> = s.threads[1..]
+        .iter()
+        .map(|list| {
+            let (limiter, list) = (limiter.clone(), list.clone());
+            loom::thread::spawn(move || {
+                list.iter()
+                    .map(|r| checked(&*limiter, r))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut threads = vec![s.threads[0].iter().map(|r| checked(&*limiter, r)).collect()];
+    for h in handles {
+        threads.push(h.join().unwrap_or_else(|p| panic::resume_unwind(p)));
+    }
+    let after = s.after.iter().map(|r| checked(&*limiter, r)).collect();
+    Answers {
+        before,
+        threads,
+        after,
+    }
+}
+
+/// Every outcome a one-at-a-time order of the scenario's calls can give.
+fn linearizations(algorithm: Algorithm, s: &Scenario) -> Vec<Answers> {
+    fn go(
+        s: &Scenario,
+        model: &Model,
+        at: &mut Vec<usize>,
+        so_far: &mut Vec<Vec<Decision>>,
+        out: &mut Vec<(Vec<Vec<Decision>>, Model)>,
+    ) {
+        let mut moved = false;
+        for t in 0..s.threads.len() {
+            if let Some(r) = s.threads[t].get(at[t]) {
+                moved = true;
+                let mut m = model.clone();
+                let d = m.decide(&r.key, r.now.as_nanos());
+                at[t] += 1;
+                so_far[t].push(d);
+                go(s, &m, at, so_far, out);
+                so_far[t].pop();
+                at[t] -= 1;
+            }
+        }
+        if !moved {
+            out.push((so_far.clone(), model.clone()));
+        }
+    }
+    let mut model = algorithm.model(s.config);
+    let before = s
+        .before
+        .iter()
+        .map(|r| model.decide(&r.key, r.now.as_nanos()))
+        .collect::<Vec<_>>();
+    let mut ends = Vec::new();
+    go(
+        s,
+        &model,
+        &mut vec![0; s.threads.len()],
+        &mut vec![vec![]; s.threads.len()],
+        &mut ends,
+    );
+    let mut outcomes: Vec<Answers> = ends
+        .into_iter()
+        .map(|(threads, mut m)| Answers {
+            before: before.clone(),
+            threads,
+            after: s
+                .after
+                .iter()
+                .map(|r| m.decide(&r.key, r.now.as_nanos()))
+                .collect(),
+        })
+        .collect();
+    outcomes.dedup();
+    let mut unique: Vec<Answers> = Vec::new();
+    for o in outcomes {
+        if !unique.contains(&o) {
+            unique.push(o);
+        }
+    }
+    unique
+}
+
+fn show_answers(s: &Scenario, a: &Answers) -> String {
+    let line = |reqs: &[Request], ds: &[Decision]| {
+        reqs.iter()
+            .zip(ds)
+            .map(|(r, d)| format!("{} -> {}", call(&r.key, r.now), describe(d)))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let mut out = String::new();
+    if !s.before.is_empty() {
+        out.push_str(&format!(
+            "  before the threads:  {}\n",
+            line(&s.before, &a.before)
+        ));
+    }
+    for (t, reqs) in s.threads.iter().enumerate() {
+        let label = if t == 0 {
+            "thread 0 (main):".to_string()
+        } else {
+            format!("thread {t}:")
+        };
+        out.push_str(&format!("  {label:<20} {}\n", line(reqs, &a.threads[t])));
+    }
+    if !s.after.is_empty() {
+        out.push_str(&format!(
+            "  after joining:       {}\n",
+            line(&s.after, &a.after)
+        ));
+    }
+    out
+}
+
+fn compact(a: &Answers) -> String {
+    let join = |ds: &[Decision]| {
+        ds.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut parts: Vec<String> = a
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(t, ds)| format!("thread {t}: {}", join(ds)))
+        .collect();
+    if !a.after.is_empty() {
+        parts.push(format!("after: {}", join(&a.after)));
+    }
+    parts.join(" | ")
+}
+
+/// The operations of the failing execution, one line each.
+fn show_trace(ops: &[Op]) -> String {
+    const MOST: usize = 80;
+    let skip = ops.len().saturating_sub(MOST);
+    let mut out = String::new();
+    if skip > 0 {
+        out.push_str(&format!("  ... {skip} earlier operations\n"));
+    }
+    for op in &ops[skip..] {
+        let file = tidy_path(op.at.file());
+        if file.ends_with("src/scenarios.rs") {
+            out.push_str(&format!("  thread {}  {}\n", op.thread, op.what));
+        } else {
+            out.push_str(&format!(
+                "  thread {}      {}:{}  {}\n",
+                op.thread,
+                file,
+                op.at.line(),
+                op.what
+            ));
+        }
+    }
+    out
+}
+
+/// Explores a scenario with loom (preemption bound 2 unless
+/// `LOOM_MAX_PREEMPTIONS` says otherwise) and returns a readable account of
+/// the first execution that went wrong.
+pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> Result<(), String> {
+    let allowed = linearizations(algorithm, &scenario);
+    let s = scenario.clone();
+    let work = move || {
+        let mut builder = loom::model::Builder::new();
+        if builder.preemption_bound.is_none() {
+            builder.preemption_bound = Some(2);
+        }
+        let (s2, allowed2) = (s.clone(), allowed.clone());
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            builder.check(move || {
+                let got = execution(build, &s2);
+                if !allowed2.contains(&got) {
+                    let mut text = format!(
+                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{}One-at-a-time orders give one of:\n",
+                        show_answers(&s2, &got)
+                    );
+                    for a in &allowed2 {
+                        text.push_str(&format!("  {}\n", compact(a)));
+                    }
+                    panic!("{text}");
+                }
+            })
+        }));
+        result.map_err(|payload| {
+            let message = payload
+                .downcast_ref::<String>()
+                .filter(|m| m.starts_with("loom found"))
+                .cloned()
+                .or_else(take_panic)
+                .unwrap_or_else(|| "the model panicked".into());
+            (message, take_trace())
+        })
+    };
+    let header = format!("loom scenario \"{}\" ({})", scenario.name, scenario.what);
+    match watched(time_limit(), |_| "a loom execution".into(), work) {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err((message, trace))) if trace.is_empty() => Err(format!("{header}\n{message}")),
+        Ok(Err((message, trace))) => Err(format!(
+            "{header}\n{message}\nThe schedule of that execution, operation by operation:\n{}",
+            show_trace(&trace)
+        )),
+        Err(stop) => Err(format!("{header}: {}", stop.text())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linearizations_of_the_burst() {
+        let all = linearizations(Algorithm::FixedWindow, &Scenario::burst());
+        // Who gets +1, who +0 and who is denied: 3! outcomes.
+        assert_eq!(all.len(), 6, "{all:?}");
+        assert!(all
+            .iter()
+            .all(|a| a.threads.iter().filter(|d| !d[0].is_allowed()).count() == 1));
+    }
+
+    #[test]
+    fn rollover_admits_two_and_denies_the_third() {
+        let all = linearizations(Algorithm::FixedWindow, &Scenario::rollover());
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|a| !a.after[0].is_allowed()));
+    }
+}

@@ -1,0 +1,120 @@
+//! Lesson 01: a fixed-window counter for one thread.
+//! Run: `cargo test --test lesson_01` (your file) or with
+//! `KATA_SUBJECT=reference` (the reference solution).
+
+use std::time::Duration;
+
+use kata::ConfigError;
+use rstest::rstest;
+
+kata::lesson! {
+    number: 1,
+    title: "naive counter",
+    algorithm: FixedWindow,
+    limiter: FixedWindow,
+    concurrent: false,
+    learner: "../lessons/lesson_01.rs",
+    reference: "../solutions/lesson_01.rs",
+    mistakes: {
+        aligned_to_first_request: "../mistakes/lesson_01/aligned_to_first_request.rs",
+        clock_shared_by_keys: "../mistakes/lesson_01/clock_shared_by_keys.rs",
+        end_is_inside: "../mistakes/lesson_01/end_is_inside.rs",
+        full_window_retry: "../mistakes/lesson_01/full_window_retry.rs",
+        last_request_denied: "../mistakes/lesson_01/last_request_denied.rs",
+        late_timestamp_reopens: "../mistakes/lesson_01/late_timestamp_reopens.rs",
+        remaining_before_counting: "../mistakes/lesson_01/remaining_before_counting.rs",
+    },
+    alternatives: {
+        window_index: "alternatives/lesson_01/window_index.rs",
+    },
+}
+
+/// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
+#[rstest]
+#[case::a_fresh_key_starts_with_the_full_limit(3, 1_000, "a@0", "+2")]
+#[case::requests_count_down_then_are_denied(2, 1_000, "a@0 a@0 a@0", "+1 +0 -1000")]
+#[case::retry_after_is_the_time_left_in_the_window(
+    2,
+    1_000,
+    "a@10 a@20 a@30 a@999",
+    "+1 +0 -970 -1"
+)]
+#[case::the_window_end_belongs_to_the_next_window(1, 1_000, "a@0 a@999 a@1000", "+0 -1 +0")]
+#[case::windows_align_to_the_origin_not_to_the_first_request(
+    2,
+    1_000,
+    "a@900 a@950 a@1000",
+    "+1 +0 +1"
+)]
+#[case::boundary_burst_lets_two_limits_through(
+    2,
+    1_000,
+    "a@999 a@999 a@1000 a@1000",
+    "+1 +0 +1 +0"
+)]
+#[case::denied_requests_do_not_count(1, 1_000, "a@0 a@500 a@999 a@1000", "+0 -500 -1 +0")]
+#[case::keys_are_independent(1, 1_000, "a@0 b@0 a@1 b@1", "+0 +0 -999 -999")]
+#[case::the_empty_key_is_a_key(1, 1_000, "\"\"@0 a@0 \"\"@1", "+0 +0 -999")]
+#[case::idle_windows_are_forgotten(1, 10, "a@5 a@95 a@96", "+0 +0 -4")]
+#[case::one_nanosecond_windows(1, 1, "a@0 a@0 a@1", "+0 -1 +0")]
+#[case::late_timestamps_count_as_the_latest(1, 1_000, "a@1500 a@2500 a@1800", "+0 +0 -500")]
+fn examples(
+    #[case] limit: u64,
+    #[case] window: u64,
+    #[case] requests: &str,
+    #[case] expected: &str,
+) {
+    lesson().example(limit, window, requests, expected);
+}
+
+#[rstest]
+#[case::zero_limit(0, Duration::from_secs(1), Err(ConfigError::ZeroLimit))]
+#[case::zero_limit_is_checked_first(0, Duration::ZERO, Err(ConfigError::ZeroLimit))]
+#[case::zero_window(1, Duration::ZERO, Err(ConfigError::ZeroPeriod))]
+#[case::window_beyond_u64_nanos(1, Duration::from_nanos(u64::MAX) + Duration::from_nanos(1), Err(ConfigError::TooLarge))]
+#[case::longest_window(1, Duration::from_nanos(u64::MAX), Ok(()))]
+#[case::one_nanosecond(5, Duration::from_nanos(1), Ok(()))]
+fn configuration(
+    #[case] limit: u64,
+    #[case] window: Duration,
+    #[case] expected: Result<(), ConfigError>,
+) {
+    lesson().config(limit, window, expected);
+}
+
+kata::property_tests!();
+
+#[test]
+fn timeline_boundary_burst() {
+    lesson().snapshot(
+        "boundary_burst",
+        3,
+        1_000,
+        "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+    );
+}
+
+#[test]
+fn timeline_two_keys() {
+    lesson().snapshot(
+        "two_keys",
+        2,
+        1_000,
+        "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
+    );
+}
+
+#[test]
+fn timeline_long_idle_gap() {
+    lesson().snapshot(
+        "long_idle_gap",
+        2,
+        1_000,
+        "a@0 a@0 a@10 a@5000 a@5000 a@5001",
+    );
+}
+
+#[test]
+fn timeline_exact_edges() {
+    lesson().snapshot("exact_edges", 1, 1_000, "a@999 a@1000 a@1999 a@2000 a@2001");
+}

@@ -1,0 +1,119 @@
+//! Lesson 03: the sliding log.
+//! Run: `cargo test --test lesson_03` (your file) or with
+//! `KATA_SUBJECT=reference` (the reference solution).
+
+use std::time::Duration;
+
+use kata::ConfigError;
+use rstest::rstest;
+
+kata::lesson! {
+    number: 3,
+    title: "sliding log",
+    algorithm: SlidingLog,
+    limiter: SlidingLog,
+    concurrent: true,
+    learner: "../lessons/lesson_03.rs",
+    reference: "../solutions/lesson_03.rs",
+    mistakes: {
+        check_then_act: "../mistakes/lesson_03/check_then_act.rs",
+        clears_whole_log: "../mistakes/lesson_03/clears_whole_log.rs",
+        cutoff_keeps_boundary_entry: "../mistakes/lesson_03/cutoff_keeps_boundary_entry.rs",
+        late_timestamp_logged: "../mistakes/lesson_03/late_timestamp_logged.rs",
+        logs_denied_requests: "../mistakes/lesson_03/logs_denied_requests.rs",
+        racy_get_or_insert: "../mistakes/lesson_03/racy_get_or_insert.rs",
+        retry_from_newest: "../mistakes/lesson_03/retry_from_newest.rs",
+    },
+    alternatives: {
+        ring_buffer: "alternatives/lesson_03/ring_buffer.rs",
+    },
+}
+
+/// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
+#[rstest]
+#[case::requests_count_down_then_are_denied(2, 1_000, "a@0 a@0 a@0", "+1 +0 -1000")]
+#[case::a_slot_frees_when_the_oldest_entry_is_w_old(
+    2,
+    1_000,
+    "a@0 a@600 a@999 a@1000",
+    "+1 +0 -1 +0"
+)]
+#[case::retry_after_waits_for_the_oldest_entry(
+    2,
+    1_000,
+    "a@0 a@600 a@700 a@1000 a@1000",
+    "+1 +0 -300 +0 -600"
+)]
+#[case::no_boundary_burst(
+    2,
+    1_000,
+    "a@999 a@999 a@1000 a@1000 a@1998 a@1999",
+    "+1 +0 -999 -999 -1 +1"
+)]
+#[case::denied_requests_are_not_logged(1, 1_000, "a@0 a@500 a@999 a@1000", "+0 -500 -1 +0")]
+#[case::keys_are_independent(1, 1_000, "a@0 b@0 a@1 b@1 \"\"@1", "+0 +0 -999 -999 +0")]
+#[case::idle_keys_start_over(3, 10, "a@0 a@1 a@2 a@100", "+2 +1 +0 +2")]
+#[case::one_nanosecond_windows(1, 1, "a@0 a@0 a@1", "+0 -1 +0")]
+#[case::late_timestamps_count_as_the_latest(1, 1_000, "a@1500 a@2500 a@1800", "+0 +0 -1000")]
+fn examples(
+    #[case] limit: u64,
+    #[case] window: u64,
+    #[case] requests: &str,
+    #[case] expected: &str,
+) {
+    lesson().example(limit, window, requests, expected);
+}
+
+#[rstest]
+#[case::zero_limit(0, Duration::from_secs(1), Err(ConfigError::ZeroLimit))]
+#[case::zero_limit_is_checked_first(0, Duration::ZERO, Err(ConfigError::ZeroLimit))]
+#[case::zero_window(1, Duration::ZERO, Err(ConfigError::ZeroPeriod))]
+#[case::window_beyond_u64_nanos(1, Duration::from_nanos(u64::MAX) + Duration::from_nanos(1), Err(ConfigError::TooLarge))]
+#[case::longest_window(1, Duration::from_nanos(u64::MAX), Ok(()))]
+#[case::one_nanosecond(5, Duration::from_nanos(1), Ok(()))]
+fn configuration(
+    #[case] limit: u64,
+    #[case] window: Duration,
+    #[case] expected: Result<(), ConfigError>,
+) {
+    lesson().config(limit, window, expected);
+}
+
+kata::property_tests!();
+
+#[test]
+fn timeline_boundary_burst() {
+    lesson().snapshot(
+        "boundary_burst",
+        3,
+        1_000,
+        "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+    );
+}
+
+#[test]
+fn timeline_two_keys() {
+    lesson().snapshot(
+        "two_keys",
+        2,
+        1_000,
+        "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
+    );
+}
+
+#[test]
+fn timeline_long_idle_gap() {
+    lesson().snapshot(
+        "long_idle_gap",
+        2,
+        1_000,
+        "a@0 a@0 a@10 a@5000 a@5000 a@5001",
+    );
+}
+
+#[test]
+fn timeline_exact_edges() {
+    lesson().snapshot("exact_edges", 1, 1_000, "a@999 a@1000 a@1999 a@2000 a@2001");
+}
+
+kata::loom_tests!();
