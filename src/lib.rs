@@ -22,6 +22,7 @@ pub mod render;
 pub mod scenarios;
 pub mod source;
 pub mod subject;
+pub mod suite;
 pub mod sync;
 pub mod time;
 pub mod timeline;

@@ -60,6 +60,16 @@ fn heading(algorithm: Algorithm, timeline: &Timeline) -> String {
     )
 }
 
+/// A request's time; a late one also shows the time the contract places it
+/// at (the latest its key had seen).
+fn at(now: Timestamp, placed: u64) -> String {
+    if now.as_nanos() == placed {
+        now.to_string()
+    } else {
+        format!("{now} (late: counts at {})", Timestamp::from_nanos(placed))
+    }
+}
+
 /// A table of each request and a strip chart of each key.
 pub fn render(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision]) -> String {
     let mut rows = vec![vec![
@@ -70,11 +80,12 @@ pub fn render(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision])
         "remaining".into(),
         "retry after".into(),
     ]];
+    let placed = timeline.placed();
     for (i, (r, d)) in timeline.requests.iter().zip(decisions).enumerate() {
         let (remaining, retry) = remaining_and_retry(d);
         rows.push(vec![
             (i + 1).to_string(),
-            r.now.to_string(),
+            at(r.now, placed[i]),
             show_key(&r.key),
             verdict(d).into(),
             remaining,
@@ -166,10 +177,11 @@ pub fn render_compare(
         d.map(crate::decision::describe)
             .unwrap_or_else(|| "-".into())
     };
+    let placed = timeline.placed();
     for (i, r) in timeline.requests.iter().enumerate() {
         rows.push(vec![
             (i + 1).to_string(),
-            r.now.to_string(),
+            at(r.now, placed[i]),
             show_key(&r.key),
             show(left.get(i)),
             show(right.get(i)),
@@ -207,6 +219,13 @@ mod tests {
         assert!(text.contains("a  oo.x|o:."), "{text}");
         assert!(text.contains("b  ..o.|.:o"), "{text}");
         assert!(!text.lines().any(|l| l.ends_with(' ')), "{text}");
+        let late = Timeline::parse(Config::new(2, 3), "a@1 a@0").unwrap();
+        let text = render(
+            Algorithm::SlidingLog,
+            &late,
+            &parse_decisions("+1 +0").unwrap(),
+        );
+        assert!(text.contains("0ns (late: counts at 1ns)"), "{text}");
     }
 
     #[test]

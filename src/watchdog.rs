@@ -4,7 +4,7 @@
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Once};
+use std::sync::{mpsc, Arc, Mutex, Once};
 use std::time::Duration;
 
 use crate::sync::{set_watch, Watch};
@@ -15,15 +15,22 @@ thread_local! {
     static PROGRESS: RefCell<Option<Arc<AtomicUsize>>> = const { RefCell::new(None) };
 }
 
-/// How long one watched piece of work may take. A whole property case or loom
-/// model takes milliseconds; this is only reached by a hang.
+/// How long one watched piece of work may take (`KATA_TIME_LIMIT_SECS`,
+/// default 10). A property case takes milliseconds and a loom model well under
+/// a second; only a hang reaches this.
 pub fn time_limit() -> Duration {
     let secs = std::env::var("KATA_TIME_LIMIT_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
+        .unwrap_or(10);
     Duration::from_secs(secs)
 }
+
+/// The first hang of this test run. A hung call keeps its thread (nothing can
+/// stop a loop that never reaches a lock or an atomic), so once one is found
+/// the other tests fail at once and point to it instead of each waiting out
+/// the time limit beside a spinning core.
+static FIRST_HANG: Mutex<Option<String>> = Mutex::new(None);
 
 fn install_hook() {
     static HOOK: Once = Once::new();
@@ -99,7 +106,21 @@ pub fn watched<R: Send + 'static>(
     describe_request: impl Fn(usize) -> String,
     work: impl FnOnce() -> R + Send + 'static,
 ) -> Result<R, Stop> {
+    watch_over(limit, describe_request, work, true)
+}
+
+fn watch_over<R: Send + 'static>(
+    limit: Duration,
+    describe_request: impl Fn(usize) -> String,
+    work: impl FnOnce() -> R + Send + 'static,
+    remember_hang: bool,
+) -> Result<R, Stop> {
     install_hook();
+    if let Some(first) = FIRST_HANG.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        return Err(Stop::Hung(format!(
+            "was not run: earlier in this run a call {first} Fix that first; this test runs again then."
+        )));
+    }
     let watch = Arc::new(Watch::default());
     let progress_at = Arc::new(AtomicUsize::new(usize::MAX));
     let (tx, rx) = mpsc::channel();
@@ -155,6 +176,12 @@ pub fn watched<R: Send + 'static>(
                 " It is still running (blocked in a lock, or a loop with no lock or atomic in it) \
                  and uses a core until the test binary exits."
             });
+            if remember_hang {
+                FIRST_HANG
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get_or_insert_with(|| text.clone());
+            }
             Err(Stop::Hung(text))
         }
     }
@@ -178,7 +205,8 @@ mod tests {
 
     #[test]
     fn stops_an_endless_cas_loop_and_names_it() {
-        let stop = watched(
+        // Not remembered as this run's first hang: the other unit tests go on.
+        let stop = watch_over(
             Duration::from_millis(200),
             |i| format!("request #{}", i + 1),
             || {
@@ -190,6 +218,7 @@ mod tests {
                     }
                 }
             },
+            false,
         )
         .unwrap_err();
         let text = stop.text();

@@ -22,6 +22,7 @@ kata::lesson! {
         last_request_denied: "../mistakes/lesson_02/last_request_denied.rs",
         late_timestamp_reopens: "../mistakes/lesson_02/late_timestamp_reopens.rs",
         racy_get_or_insert: "../mistakes/lesson_02/racy_get_or_insert.rs",
+        relocks_while_holding: "../mistakes/lesson_02/relocks_while_holding.rs",
         replaced_window: "../mistakes/lesson_02/replaced_window.rs",
         shared_clock: "../mistakes/lesson_02/shared_clock.rs",
         two_maps_reset: "../mistakes/lesson_02/two_maps_reset.rs",

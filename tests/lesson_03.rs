@@ -23,6 +23,7 @@ kata::lesson! {
         logs_denied_requests: "../mistakes/lesson_03/logs_denied_requests.rs",
         racy_get_or_insert: "../mistakes/lesson_03/racy_get_or_insert.rs",
         retry_from_newest: "../mistakes/lesson_03/retry_from_newest.rs",
+        trim_loop_never_ends: "../mistakes/lesson_03/trim_loop_never_ends.rs",
     },
     alternatives: {
         ring_buffer: "alternatives/lesson_03/ring_buffer.rs",

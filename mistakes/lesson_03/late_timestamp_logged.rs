@@ -1,9 +1,12 @@
-//! MISTAKE: a late timestamp is logged as it came.
+//! MISTAKE: a late timestamp is logged as it came, and expired entries are
+//! dropped with `retain` on their own timestamps.
 //!
-//! Why learners write it: on one thread time never goes backwards. With many,
-//! a request stamped 1_500 can reach the limiter after one stamped 2_500.
-//! Logged at 1_500, its entry leaves the interval early and lets an extra
-//! request in.
+//! Why learners write it: on one thread time never goes backwards, and
+//! `retain(|t| now - t < W)` is the shortest way to forget old entries. But a
+//! request stamped 1_500 can reach the limiter after one stamped 2_500. Logged
+//! at 1_500, `retain` drops its entry as soon as 2_500 is reached, while the
+//! contract places the request at 2_500 and counts it until 3_500: an extra
+//! request gets in.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -60,16 +63,10 @@ impl RateLimiter for SlidingLog {
         // would let its entry expire early.
         // BUG: no clamp to the latest timestamp seen.
         let now = now.as_nanos();
-        log.latest = now;
+        log.latest = log.latest.max(now);
 
         // `now - t >= W` rather than `t + W <= now`: no overflow near u64::MAX.
-        while log
-            .allowed
-            .front()
-            .is_some_and(|&t| now.saturating_sub(t) >= self.window)
-        {
-            log.allowed.pop_front();
-        }
+        log.allowed.retain(|&t| t > now || now - t < self.window);
 
         let used = log.allowed.len() as u64;
         if used < self.limit {
@@ -79,7 +76,7 @@ impl RateLimiter for SlidingLog {
             }
         } else {
             // The oldest entry leaves the interval W after it was logged.
-            let oldest = log.allowed[0];
+            let oldest = log.allowed.iter().min().copied().unwrap_or(now);
             Decision::Denied {
                 retry_after: Duration::from_nanos(
                     self.window

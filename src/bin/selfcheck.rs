@@ -1,0 +1,254 @@
+//! The kata checks itself: every lesson's suite must pass the reference and
+//! the correct alternatives, fail every behavioural test of the stub, and
+//! catch every mistake of the gallery.
+//!
+//! `cargo run --bin selfcheck` (all lessons) or `cargo run --bin selfcheck -- 2 3`.
+//! Prints a table (lesson × subject → verdict) and ends with
+//! `N passed, N failed`; exits non-zero if anything failed.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::{Command, ExitCode};
+use std::time::Instant;
+
+use kata::suite::{self, Kind, LessonFiles, Outcome};
+
+/// What a subject must do to the suite.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// Every test passes: the reference and the correct alternatives.
+    Pass,
+    /// Every behavioural test fails: the stub.
+    FailAll,
+    /// At least one behavioural test fails: a mistake.
+    Caught,
+}
+
+struct Row {
+    lesson: String,
+    subject: String,
+    ok: bool,
+    detail: String,
+    seconds: f64,
+}
+
+fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
+    if !outcome.ran {
+        let why = outcome
+            .output
+            .lines()
+            .find(|l| l.contains("error") || l.contains("names no implementation"))
+            .unwrap_or("no test ran");
+        return (false, format!("did not run: {why}"));
+    }
+    if outcome
+        .output
+        .contains("names no implementation of this lesson")
+    {
+        return (
+            false,
+            "KATA_SUBJECT was refused: not compiled into the tests".into(),
+        );
+    }
+    let total = outcome.tests.len();
+    let behavioural = outcome
+        .tests
+        .iter()
+        .filter(|(n, _)| Kind::of(n).behavioural())
+        .count();
+    let failed_behavioural = outcome
+        .failed()
+        .filter(|n| Kind::of(n).behavioural())
+        .count();
+    let kinds = outcome.failed_kinds();
+    let kind_names = kinds
+        .iter()
+        .map(|k| k.name())
+        .collect::<Vec<_>>()
+        .join(", ");
+    match expect {
+        Expect::Pass => {
+            let failed: Vec<&str> = outcome.failed().collect();
+            if failed.is_empty() && total > 0 {
+                (true, format!("passed all {total} tests"))
+            } else {
+                (
+                    false,
+                    format!(
+                        "{} of {total} tests failed: {}",
+                        failed.len(),
+                        failed.join(", ")
+                    ),
+                )
+            }
+        }
+        Expect::FailAll => {
+            let passing: Vec<&str> = outcome
+                .tests
+                .iter()
+                .filter(|(n, ok)| *ok && Kind::of(n).behavioural())
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if passing.is_empty() && behavioural > 0 {
+                (true, format!("fails all {behavioural} behavioural tests"))
+            } else {
+                (
+                    false,
+                    format!("passes behavioural tests: {}", passing.join(", ")),
+                )
+            }
+        }
+        Expect::Caught => {
+            if failed_behavioural > 0 {
+                (
+                    true,
+                    format!("caught by {kind_names} ({failed_behavioural} of {behavioural} tests)"),
+                )
+            } else {
+                (false, format!("NOT caught: passes all {total} tests"))
+            }
+        }
+    }
+}
+
+fn subjects(lesson: &LessonFiles) -> Vec<(String, Expect)> {
+    let mut list = vec![
+        ("reference".to_string(), Expect::Pass),
+        ("learner".to_string(), Expect::FailAll),
+    ];
+    list.extend(
+        lesson
+            .mistakes
+            .iter()
+            .map(|m| (format!("mistake:{m}"), Expect::Caught)),
+    );
+    list.extend(
+        lesson
+            .alternatives
+            .iter()
+            .map(|a| (format!("alternative:{a}"), Expect::Pass)),
+    );
+    list
+}
+
+fn progress(done: usize, total: usize, what: &str) {
+    let mut err = std::io::stderr();
+    if err.is_terminal() {
+        let width = 30;
+        let filled = width * done / total.max(1);
+        let _ = write!(
+            err,
+            "\r\x1b[2K[{}{}] {done}/{total} {what}",
+            "#".repeat(filled),
+            "-".repeat(width - filled)
+        );
+    } else {
+        let _ = writeln!(err, "[{done}/{total}] {what}");
+    }
+    let _ = err.flush();
+}
+
+fn main() -> ExitCode {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let wanted: Vec<u32> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let lessons: Vec<LessonFiles> = suite::lessons(root)
+        .into_iter()
+        .filter(|l| wanted.is_empty() || wanted.contains(&l.number))
+        .collect();
+    let started = Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+
+    eprintln!("building the harness and every lesson's tests ...");
+    let unit = Command::new(suite::cargo())
+        .current_dir(root)
+        .args(["test", "--quiet", "--lib", "--no-fail-fast"])
+        .env("RUST_BACKTRACE", "0")
+        .status();
+    rows.push(Row {
+        lesson: "harness".into(),
+        subject: "unit tests (cargo test --lib)".into(),
+        ok: matches!(unit, Ok(s) if s.success()),
+        detail: match unit {
+            Ok(s) if s.success() => "passed".into(),
+            Ok(s) => format!("failed ({s})"),
+            Err(e) => format!("could not run cargo: {e}"),
+        },
+        seconds: 0.0,
+    });
+    let build = Command::new(suite::cargo())
+        .current_dir(root)
+        .args(["test", "--quiet", "--no-run", "--tests"])
+        .status();
+    if !matches!(build, Ok(s) if s.success()) {
+        eprintln!("the lessons' tests do not build; see the errors above");
+        println!("0 passed, 1 failed");
+        return ExitCode::FAILURE;
+    }
+
+    let plan: Vec<(&LessonFiles, String, Expect)> = lessons
+        .iter()
+        .flat_map(|l| subjects(l).into_iter().map(move |(s, e)| (l, s, e)))
+        .collect();
+    for lesson in &lessons {
+        let unregistered: Vec<&String> = lesson
+            .mistake_files
+            .iter()
+            .filter(|f| !lesson.mistakes.contains(f))
+            .collect();
+        if !unregistered.is_empty() {
+            rows.push(Row {
+                lesson: lesson.name.clone(),
+                subject: "mistakes/ registered".into(),
+                ok: false,
+                detail: format!("not in tests/{}.rs: {unregistered:?}", lesson.name),
+                seconds: 0.0,
+            });
+        }
+    }
+    for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
+        progress(i, plan.len(), &format!("{} {subject}", lesson.name));
+        let outcome = suite::run(root, &lesson.name, subject);
+        let (ok, detail) = judge(*expect, &outcome);
+        let shown = if subject == "learner" {
+            "learner (the stub)".to_string()
+        } else {
+            subject.clone()
+        };
+        rows.push(Row {
+            lesson: lesson.name.clone(),
+            subject: shown,
+            ok,
+            detail,
+            seconds: outcome.took.as_secs_f64(),
+        });
+    }
+    progress(plan.len(), plan.len(), "done");
+    if std::io::stderr().is_terminal() {
+        eprintln!();
+    }
+
+    let width = rows.iter().map(|r| r.subject.len()).max().unwrap_or(0);
+    println!();
+    for r in &rows {
+        println!(
+            "{:<10} {:<width$}  {:<4}  {:>5.1}s  {}",
+            r.lesson,
+            r.subject,
+            if r.ok { "ok" } else { "FAIL" },
+            r.seconds,
+            r.detail
+        );
+    }
+    let passed = rows.iter().filter(|r| r.ok).count();
+    let failed = rows.len() - passed;
+    println!("\nself-check took {:.0}s", started.elapsed().as_secs_f64());
+    println!("{passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

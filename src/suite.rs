@@ -1,0 +1,231 @@
+//! Runs a lesson's test binary as a child process and reads its results:
+//! what the self-check (and the runner) build on.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What kind of check a test is, read from its name.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Kind {
+    Example,
+    Config,
+    Property,
+    Snapshot,
+    Loom,
+    /// The source check of the sync imports: not behavioural.
+    Source,
+}
+
+impl Kind {
+    pub fn of(test: &str) -> Kind {
+        if test.starts_with("examples::") {
+            Kind::Example
+        } else if test.starts_with("configuration::") {
+            Kind::Config
+        } else if test.starts_with("timeline_") {
+            Kind::Snapshot
+        } else if test.starts_with("loom_") {
+            Kind::Loom
+        } else if test == "uses_only_the_sync_facade" {
+            Kind::Source
+        } else {
+            Kind::Property
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Example => "example",
+            Kind::Config => "config",
+            Kind::Property => "property",
+            Kind::Snapshot => "snapshot",
+            Kind::Loom => "loom",
+            Kind::Source => "source",
+        }
+    }
+
+    /// Whether the test exercises the limiter's behaviour (every kind but the
+    /// source check, which a stub passes by design).
+    pub fn behavioural(self) -> bool {
+        self != Kind::Source
+    }
+}
+
+/// One lesson as found on disk.
+#[derive(Clone, Debug)]
+pub struct LessonFiles {
+    /// `lesson_02`
+    pub name: String,
+    pub number: u32,
+    /// Mistakes compiled into the test binary (from its `lesson!` call).
+    pub mistakes: Vec<String>,
+    /// Correct alternatives compiled into the test binary.
+    pub alternatives: Vec<String>,
+    /// Files under `mistakes/lesson_NN/`, registered or not.
+    pub mistake_files: Vec<String>,
+}
+
+fn names_in_block(text: &str, block: &str) -> Vec<String> {
+    let Some(start) = text.find(&format!("{block}: {{")) else {
+        return Vec::new();
+    };
+    let body = &text[start..];
+    let body = &body[..body.find('}').unwrap_or(body.len())];
+    body.lines()
+        .skip(1)
+        .filter_map(|l| l.trim().split_once(':').map(|(n, _)| n.trim().to_string()))
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// Every `tests/lesson_NN.rs` under `root`, in order.
+pub fn lessons(root: &Path) -> Vec<LessonFiles> {
+    let mut found: Vec<LessonFiles> = std::fs::read_dir(root.join("tests"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let file = entry.file_name().into_string().ok()?;
+            let name = file.strip_suffix(".rs")?.to_string();
+            let number = name.strip_prefix("lesson_")?.parse().ok()?;
+            let text = std::fs::read_to_string(entry.path()).ok()?;
+            let mut mistake_files: Vec<String> =
+                std::fs::read_dir(root.join("mistakes").join(&name))
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter_map(|e| {
+                        e.file_name()
+                            .into_string()
+                            .ok()?
+                            .strip_suffix(".rs")
+                            .map(String::from)
+                    })
+                    .collect();
+            mistake_files.sort();
+            let mut mistakes = names_in_block(&text, "mistakes");
+            mistakes.sort();
+            Some(LessonFiles {
+                mistakes,
+                alternatives: names_in_block(&text, "alternatives"),
+                name,
+                number,
+                mistake_files,
+            })
+        })
+        .collect();
+    found.sort_by_key(|l| l.number);
+    found
+}
+
+/// The results of one run of a lesson's tests.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Each test's name and whether it passed; empty if the binary did not run.
+    pub tests: Vec<(String, bool)>,
+    /// Whether libtest printed its summary (the binary built and ran).
+    pub ran: bool,
+    pub output: String,
+    pub took: Duration,
+}
+
+impl Outcome {
+    pub fn failed(&self) -> impl Iterator<Item = &str> {
+        self.tests
+            .iter()
+            .filter(|(_, ok)| !ok)
+            .map(|(n, _)| n.as_str())
+    }
+
+    /// The kinds of check among the failed tests, each once, in order.
+    pub fn failed_kinds(&self) -> Vec<Kind> {
+        let mut kinds: Vec<Kind> = self.failed().map(Kind::of).collect();
+        kinds.sort();
+        kinds.dedup();
+        kinds
+    }
+}
+
+/// The cargo that runs us, or `cargo` from the PATH.
+pub fn cargo() -> PathBuf {
+    std::env::var_os("CARGO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "cargo".into())
+}
+
+/// Runs `cargo test --test <lesson>` in `root` with `KATA_SUBJECT=<subject>`.
+/// Snapshots are never written (`INSTA_UPDATE=no`) and backtraces are off, so a
+/// wrong subject leaves nothing behind.
+pub fn run(root: &Path, lesson: &str, subject: &str) -> Outcome {
+    let started = Instant::now();
+    let result = Command::new(cargo())
+        .current_dir(root)
+        .args([
+            "test", "--quiet", "--test", lesson, "--", "--format", "pretty",
+        ])
+        .env("KATA_SUBJECT", subject)
+        .env("INSTA_UPDATE", "no")
+        .env("RUST_BACKTRACE", "0")
+        .output();
+    let took = started.elapsed();
+    let output = match result {
+        Ok(out) => format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) => format!("could not start cargo: {e}"),
+    };
+    let tests = output
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("test ")?;
+            let (name, verdict) = rest.rsplit_once(" ... ")?;
+            match verdict.trim() {
+                "ok" => Some((name.to_string(), true)),
+                "FAILED" => Some((name.to_string(), false)),
+                _ => None,
+            }
+        })
+        .collect();
+    let ran = output.lines().any(|l| l.starts_with("test result:"));
+    Outcome {
+        tests,
+        ran,
+        output,
+        took,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_from_names() {
+        assert_eq!(Kind::of("examples::case_1_x"), Kind::Example);
+        assert_eq!(Kind::of("configuration::case_2_zero_limit"), Kind::Config);
+        assert_eq!(Kind::of("timeline_two_keys"), Kind::Snapshot);
+        assert_eq!(Kind::of("loom_new_key"), Kind::Loom);
+        assert_eq!(Kind::of("keeps_the_limit"), Kind::Property);
+        assert!(!Kind::of("uses_only_the_sync_facade").behavioural());
+    }
+
+    #[test]
+    fn reads_the_lesson_call() {
+        let text = "kata::lesson! {\n    mistakes: {\n        a_b: \"../m/a_b.rs\",\n        c: \"x\",\n    },\n    alternatives: {\n        d: \"y\",\n    },\n}";
+        assert_eq!(names_in_block(text, "mistakes"), vec!["a_b", "c"]);
+        assert_eq!(names_in_block(text, "alternatives"), vec!["d"]);
+        assert!(names_in_block("mistakes: {},", "mistakes").is_empty());
+    }
+
+    #[test]
+    fn finds_this_kata_s_lessons() {
+        let found = lessons(Path::new(env!("CARGO_MANIFEST_DIR")));
+        assert!(found.iter().any(|l| l.name == "lesson_01" && l.number == 1));
+        for lesson in &found {
+            assert_eq!(lesson.mistakes, lesson.mistake_files, "{}", lesson.name);
+        }
+    }
+}
