@@ -22,7 +22,9 @@ kata::lesson! {
         full_window_retry: "../mistakes/lesson_01/full_window_retry.rs",
         last_request_denied: "../mistakes/lesson_01/last_request_denied.rs",
         late_timestamp_reopens: "../mistakes/lesson_01/late_timestamp_reopens.rs",
+        overflows_near_the_end: "../mistakes/lesson_01/overflows_near_the_end.rs",
         remaining_before_counting: "../mistakes/lesson_01/remaining_before_counting.rs",
+        truncated_window: "../mistakes/lesson_01/truncated_window.rs",
     },
     alternatives: {
         window_index: "alternatives/lesson_01/window_index.rs",

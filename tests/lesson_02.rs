@@ -25,6 +25,7 @@ kata::lesson! {
         relocks_while_holding: "../mistakes/lesson_02/relocks_while_holding.rs",
         replaced_window: "../mistakes/lesson_02/replaced_window.rs",
         shared_clock: "../mistakes/lesson_02/shared_clock.rs",
+        std_mutex: "../mistakes/lesson_02/std_mutex.rs",
         two_maps_reset: "../mistakes/lesson_02/two_maps_reset.rs",
     },
     alternatives: {

@@ -162,21 +162,30 @@ fn main() -> ExitCode {
     let mut rows: Vec<Row> = Vec::new();
 
     eprintln!("building the harness and every lesson's tests ...");
+    let unit_started = Instant::now();
     let unit = Command::new(suite::cargo())
         .current_dir(root)
         .args(["test", "--quiet", "--lib", "--no-fail-fast"])
         .env("RUST_BACKTRACE", "0")
-        .status();
+        .output();
+    let unit_ok = matches!(&unit, Ok(out) if out.status.success());
+    if let (false, Ok(out)) = (unit_ok, &unit) {
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     rows.push(Row {
         lesson: "harness".into(),
         subject: "unit tests (cargo test --lib)".into(),
-        ok: matches!(unit, Ok(s) if s.success()),
+        ok: unit_ok,
         detail: match unit {
-            Ok(s) if s.success() => "passed".into(),
-            Ok(s) => format!("failed ({s})"),
+            Ok(out) if out.status.success() => "passed".into(),
+            Ok(out) => format!("failed ({}), output above", out.status),
             Err(e) => format!("could not run cargo: {e}"),
         },
-        seconds: 0.0,
+        seconds: unit_started.elapsed().as_secs_f64(),
     });
     let build = Command::new(suite::cargo())
         .current_dir(root)
