@@ -74,7 +74,14 @@ fn steps(shape: Shape) -> impl Strategy<Value = Vec<Step>> {
 }
 
 fn configs(shape: Shape) -> BoxedStrategy<Config> {
-    let limit = prop_oneof![3 => 1u64..=3, 1 => 4u64..=6];
+    // Mostly small limits, so that timelines reach them; now and then one
+    // that only 64-bit counting survives.
+    let limit = prop_oneof![
+        12 => 1u64..=3,
+        4 => 4u64..=6,
+        1 => Just((1u64 << 32) + 1),
+        1 => Just(u64::MAX),
+    ];
     let period = match shape {
         Shape::InOrder | Shape::OutOfOrder => prop_oneof![
             1 => Just(1u64),
@@ -235,5 +242,6 @@ mod tests {
             .iter()
             .any(|t| t.requests.iter().any(|r| r.now == Timestamp::MAX)));
         assert!(extreme.iter().any(|t| t.config.period_nanos() == u64::MAX));
+        assert!(extreme.iter().any(|t| t.config.limit == u64::MAX));
     }
 }

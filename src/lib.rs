@@ -238,5 +238,10 @@ macro_rules! loom_tests {
         fn loom_new_key() {
             lesson().loom($crate::Scenario::new_key());
         }
+
+        #[test]
+        fn loom_straddling_a_boundary() {
+            lesson().loom($crate::Scenario::straddle());
+        }
     };
 }

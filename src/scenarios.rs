@@ -4,7 +4,9 @@
 //! overlap must be those of some one-at-a-time order of the same calls.
 
 use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::checks::BuildShared;
 use crate::decision::{describe, Decision, RateLimiter};
@@ -68,6 +70,20 @@ impl Scenario {
             before: vec![],
             threads: vec![calls(&[("k", 5)]), calls(&[("k", 5)]), calls(&[("j", 5)])],
             after: calls(&[("k", 5), ("j", 5)]),
+        }
+    }
+
+    /// One thread calls just before a period boundary and one on it, after a
+    /// call that used half the limit: a reset that is not atomic with the
+    /// count lets one side of the boundary undo the other side's count.
+    pub fn straddle() -> Scenario {
+        Scenario {
+            name: "straddle",
+            what: "one thread calls at 999 and one at 1_000, either side of a period boundary, limit 2",
+            config: Config::new(2, 1_000),
+            before: calls(&[("k", 0)]),
+            threads: vec![calls(&[("k", 999)]), calls(&[("k", 1_000)])],
+            after: calls(&[("k", 1_000), ("k", 1_000)]),
         }
     }
 }
@@ -270,8 +286,12 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
             builder.preemption_bound = Some(2);
         }
         let (s2, allowed2) = (s.clone(), allowed.clone());
+        let executions = Arc::new(AtomicUsize::new(0));
+        let counted = executions.clone();
+        let started = Instant::now();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             builder.check(move || {
+                counted.fetch_add(1, Ordering::Relaxed);
                 let got = execution(build, &s2);
                 if !allowed2.contains(&got) {
                     let mut text = format!(
@@ -285,6 +305,13 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
                 }
             })
         }));
+        // Shown with `--nocapture`: how much loom explored.
+        println!(
+            "loom explored {} executions of scenario \"{}\" in {:.2}s",
+            executions.load(Ordering::Relaxed),
+            s.name,
+            started.elapsed().as_secs_f64()
+        );
         result.map_err(|payload| {
             let message = payload
                 .downcast_ref::<String>()
@@ -296,7 +323,9 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
         })
     };
     let header = format!("loom scenario \"{}\" ({})", scenario.name, scenario.what);
-    match watched(time_limit(), |_| "a loom execution".into(), work) {
+    // A correct design with many lock and atomic operations takes loom longer
+    // to explore than the reference does; only a real hang should reach this.
+    match watched(time_limit() * 6, |_| "a loom execution".into(), work) {
         Ok(Ok(())) => Ok(()),
         Ok(Err((message, trace))) if trace.is_empty() => Err(format!("{header}\n{message}")),
         Ok(Err((message, trace))) => Err(format!(
