@@ -357,13 +357,7 @@ impl Lesson {
                 return Ok(());
             }
             let t = timeline.clone();
-            let describe = |i: usize| {
-                timeline
-                    .requests
-                    .get(i)
-                    .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
-                    .unwrap_or_else(|| "an extra request of a replay".into())
-            };
+            let describe = |i: usize| nth_request(&timeline, i);
             match watched(time_limit(), describe, move || check(ctx, &t)) {
                 Ok(Ok(())) => Ok(()),
                 Ok(Err(message)) => Err(TestCaseError::fail(message)),
@@ -379,7 +373,9 @@ impl Lesson {
         match result {
             Ok(()) => {}
             Err(TestError::Fail(reason, timeline)) => panic!(
-                "property \"{name}\" fails for {} ({shape:?} timelines).\nminimal timeline: {timeline:?}\n\n{reason}",
+                "lesson {:02} ({}): property \"{name}\" fails for {} ({shape:?} timelines).\nminimal timeline: {timeline:?}\n\n{reason}",
+                self.number,
+                self.title,
                 self.whose()
             ),
             Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
@@ -456,16 +452,20 @@ fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
         .collect())
 }
 
+/// `request #3 check("a", 999ns)`: the `i`th request, for hang reports. A probe
+/// replays the timeline and adds requests of its own past its end.
+fn nth_request(timeline: &Timeline, i: usize) -> String {
+    timeline
+        .requests
+        .get(i)
+        .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
+        .unwrap_or_else(|| "an extra request of a replay".into())
+}
+
 /// Runs a timeline under the watchdog.
 fn run_watched(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, Stop> {
     let t = timeline.clone();
-    let describe = |i: usize| {
-        timeline
-            .requests
-            .get(i)
-            .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
-            .unwrap_or_default()
-    };
+    let describe = |i: usize| nth_request(timeline, i);
     match watched(time_limit(), describe, move || run(variant, &t)) {
         Ok(Ok(d)) => Ok(d),
         Ok(Err(e)) => Err(Stop::Panicked(e)),

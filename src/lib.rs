@@ -96,7 +96,7 @@ macro_rules! lesson {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __variant {
-    (false, $name:ident, $file:literal, $limiter:ident) => {
+    ($concurrent:tt, $name:ident, $file:literal, $limiter:ident) => {
         #[path = ""]
         mod $name {
             #[path = ""]
@@ -109,10 +109,15 @@ macro_rules! __variant {
                 pub mod imp;
             }
 
+            $crate::__variant!(@loom $concurrent, $file);
+
             pub struct Drive(on_std::imp::$limiter);
 
             impl $crate::Limiter for Drive {
                 fn check(&mut self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                    // Lesson 01's inherent `check(&mut self)`, or `RateLimiter::check`.
+                    #[allow(unused_imports)]
+                    use $crate::RateLimiter as _;
                     self.0.check(key, now)
                 }
             }
@@ -124,56 +129,107 @@ macro_rules! __variant {
                     on_std::imp::$limiter::new(limit, period)
                         .map(|l| Box::new(Drive(l)) as Box<dyn $crate::Limiter>)
                 },
-                build_loom: None,
+                build_loom: $crate::__variant!(@build_loom $concurrent, $limiter),
             };
         }
     };
-    (true, $name:ident, $file:literal, $limiter:ident) => {
+    (@loom false, $file:literal) => {};
+    (@loom true, $file:literal) => {
+        // The same file over loom: its warnings were already shown once.
         #[path = ""]
-        mod $name {
-            #[path = ""]
-            pub mod on_std {
-                #[allow(unused_imports)]
-                pub mod sync {
-                    pub use $crate::sync::std_backend::*;
-                }
-                #[path = $file]
-                pub mod imp;
+        #[allow(warnings, clippy::all)]
+        pub mod on_loom {
+            #[allow(unused_imports)]
+            pub mod sync {
+                pub use $crate::sync::loom_backend::*;
             }
+            #[path = $file]
+            pub mod imp;
+        }
+    };
+    (@build_loom false, $limiter:ident) => {
+        None
+    };
+    (@build_loom true, $limiter:ident) => {
+        Some(|limit, period| {
+            on_loom::imp::$limiter::new(limit, period)
+                .map(|l| ::std::sync::Arc::new(l) as ::std::sync::Arc<dyn $crate::RateLimiter>)
+        })
+    };
+}
 
-            // The same file over loom: its warnings were already shown once.
-            #[path = ""]
-            #[allow(warnings, clippy::all)]
-            pub mod on_loom {
-                #[allow(unused_imports)]
-                pub mod sync {
-                    pub use $crate::sync::loom_backend::*;
-                }
-                #[path = $file]
-                pub mod imp;
-            }
+/// The constructor cases every windowed lesson shares, as an rstest table
+/// (`lesson()` must be in scope): each `ConfigError`, in the contract's order,
+/// and the extreme valid windows.
+#[macro_export]
+macro_rules! config_tests {
+    () => {
+        #[rstest::rstest]
+        #[case::zero_limit(0, ::std::time::Duration::from_secs(1), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_limit_is_checked_first(0, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_window(1, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroPeriod))]
+        #[case::window_beyond_u64_nanos(
+            1,
+            ::std::time::Duration::from_nanos(u64::MAX) + ::std::time::Duration::from_nanos(1),
+            Err($crate::ConfigError::TooLarge)
+        )]
+        #[case::longest_window(1, ::std::time::Duration::from_nanos(u64::MAX), Ok(()))]
+        #[case::one_nanosecond(5, ::std::time::Duration::from_nanos(1), Ok(()))]
+        #[case::largest_limit(u64::MAX, ::std::time::Duration::from_secs(1), Ok(()))]
+        fn configuration(
+            #[case] limit: u64,
+            #[case] window: ::std::time::Duration,
+            #[case] expected: Result<(), $crate::ConfigError>,
+        ) {
+            lesson().config(limit, window, expected);
+        }
+    };
+}
 
-            pub struct Drive(on_std::imp::$limiter);
+/// The timelines every lesson draws as snapshots (`lesson()` must be in
+/// scope): the same requests in every lesson, so that lessons can be compared
+/// drawing by drawing.
+#[macro_export]
+macro_rules! snapshot_tests {
+    () => {
+        /// A burst at the end of one window and the start of the next, then a
+        /// steady stream: up to 2·L within one window's length for a fixed window.
+        #[test]
+        fn timeline_boundary_burst() {
+            lesson().snapshot(
+                "boundary_burst",
+                3,
+                1_000,
+                "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+            );
+        }
 
-            impl $crate::Limiter for Drive {
-                fn check(&mut self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
-                    $crate::RateLimiter::check(&self.0, key, now)
-                }
-            }
+        /// Two keys interleaved: neither changes the other's answers.
+        #[test]
+        fn timeline_two_keys() {
+            lesson().snapshot(
+                "two_keys",
+                2,
+                1_000,
+                "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
+            );
+        }
 
-            pub const VARIANT: $crate::Variant = $crate::Variant {
-                file: $file,
-                source: include_str!($file),
-                build: |limit, period| {
-                    on_std::imp::$limiter::new(limit, period)
-                        .map(|l| Box::new(Drive(l)) as Box<dyn $crate::Limiter>)
-                },
-                build_loom: Some(|limit, period| {
-                    on_loom::imp::$limiter::new(limit, period).map(|l| {
-                        ::std::sync::Arc::new(l) as ::std::sync::Arc<dyn $crate::RateLimiter>
-                    })
-                }),
-            };
+        /// A long idle gap: everything before it is forgotten.
+        #[test]
+        fn timeline_long_idle_gap() {
+            lesson().snapshot(
+                "long_idle_gap",
+                2,
+                1_000,
+                "a@0 a@0 a@10 a@5000 a@5000 a@5001",
+            );
+        }
+
+        /// Requests exactly on, and one nanosecond either side of, the edges.
+        #[test]
+        fn timeline_exact_edges() {
+            lesson().snapshot("exact_edges", 1, 1_000, "a@999 a@1000 a@1999 a@2000 a@2001");
         }
     };
 }

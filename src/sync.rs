@@ -231,8 +231,9 @@ impl Drop for HeldToken {
     }
 }
 
-macro_rules! atomic_int {
-    ($backend:expr, $sync:ident, $name:ident, $int:ty) => {
+/// An atomic of the facade: std's operations, each recorded and watched.
+macro_rules! atomic_common {
+    ($backend:expr, $sync:ident, $name:ident, $int:ty, $zero:expr) => {
         /// Same API as the `std::sync::atomic` type of the same name.
         pub struct $name {
             inner: $sync::atomic::$name,
@@ -315,6 +316,48 @@ macro_rules! atomic_int {
             }
 
             #[track_caller]
+            pub fn fetch_update<F>(
+                &self,
+                set_order: Ordering,
+                fetch_order: Ordering,
+                f: F,
+            ) -> Result<$int, $int>
+            where
+                F: FnMut($int) -> Option<$int>,
+            {
+                op(
+                    $backend,
+                    "fetch_update",
+                    || self.inner.fetch_update(set_order, fetch_order, f),
+                    |r| match r {
+                        Ok(v) => format!("fetch_update: {v} replaced"),
+                        Err(v) => format!("fetch_update: {v} kept"),
+                    },
+                )
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::new($zero)
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(concat!(stringify!($name), " { .. }"))
+            }
+        }
+    };
+}
+
+/// An integer atomic: the common operations and the arithmetic ones.
+macro_rules! atomic_int {
+    ($backend:expr, $sync:ident, $name:ident, $int:ty) => {
+        atomic_common!($backend, $sync, $name, $int, 0);
+
+        impl $name {
+            #[track_caller]
             pub fn fetch_add(&self, val: $int, order: Ordering) -> $int {
                 op(
                     $backend,
@@ -352,39 +395,6 @@ macro_rules! atomic_int {
                     || self.inner.fetch_min(val, order),
                     |v| format!("fetch_min {val}: was {v}"),
                 )
-            }
-
-            #[track_caller]
-            pub fn fetch_update<F>(
-                &self,
-                set_order: Ordering,
-                fetch_order: Ordering,
-                f: F,
-            ) -> Result<$int, $int>
-            where
-                F: FnMut($int) -> Option<$int>,
-            {
-                op(
-                    $backend,
-                    "fetch_update",
-                    || self.inner.fetch_update(set_order, fetch_order, f),
-                    |r| match r {
-                        Ok(v) => format!("fetch_update: {v} replaced"),
-                        Err(v) => format!("fetch_update: {v} kept"),
-                    },
-                )
-            }
-        }
-
-        impl Default for $name {
-            fn default() -> Self {
-                Self::new(0)
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(concat!(stringify!($name), " { .. }"))
             }
         }
     };
@@ -649,80 +659,7 @@ macro_rules! facade {
         atomic_int!($backend, $sync, AtomicUsize, usize);
         atomic_int!($backend, $sync, AtomicU32, u32);
 
-        /// Same API as `std::sync::atomic::AtomicBool`.
-        pub struct AtomicBool {
-            inner: $sync::atomic::AtomicBool,
-        }
-
-        impl AtomicBool {
-            pub fn new(v: bool) -> Self {
-                AtomicBool {
-                    inner: $sync::atomic::AtomicBool::new(v),
-                }
-            }
-
-            pub fn into_inner(self) -> bool {
-                self.inner.into_inner()
-            }
-
-            #[track_caller]
-            pub fn load(&self, order: Ordering) -> bool {
-                op(
-                    $backend,
-                    "load",
-                    || self.inner.load(order),
-                    |v| format!("load -> {v}"),
-                )
-            }
-
-            #[track_caller]
-            pub fn store(&self, val: bool, order: Ordering) {
-                op(
-                    $backend,
-                    "store",
-                    || self.inner.store(val, order),
-                    |_| format!("store {val}"),
-                )
-            }
-
-            #[track_caller]
-            pub fn swap(&self, val: bool, order: Ordering) -> bool {
-                op(
-                    $backend,
-                    "swap",
-                    || self.inner.swap(val, order),
-                    |v| format!("swap {v} -> {val}"),
-                )
-            }
-
-            #[track_caller]
-            pub fn compare_exchange(
-                &self,
-                current: bool,
-                new: bool,
-                success: Ordering,
-                failure: Ordering,
-            ) -> Result<bool, bool> {
-                op(
-                    $backend,
-                    "compare_exchange",
-                    || self.inner.compare_exchange(current, new, success, failure),
-                    |r| cas_text("compare_exchange", current, new, r),
-                )
-            }
-        }
-
-        impl Default for AtomicBool {
-            fn default() -> Self {
-                Self::new(false)
-            }
-        }
-
-        impl std::fmt::Debug for AtomicBool {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("AtomicBool { .. }")
-            }
-        }
+        atomic_common!($backend, $sync, AtomicBool, bool, false);
     };
 }
 

@@ -2,9 +2,6 @@
 //! Run: `cargo test --test lesson_03` (your file) or with
 //! `KATA_SUBJECT=reference` (the reference solution).
 
-use std::time::Duration;
-
-use kata::ConfigError;
 use rstest::rstest;
 
 kata::lesson! {
@@ -65,56 +62,10 @@ fn examples(
     lesson().example(limit, window, requests, expected);
 }
 
-#[rstest]
-#[case::zero_limit(0, Duration::from_secs(1), Err(ConfigError::ZeroLimit))]
-#[case::zero_limit_is_checked_first(0, Duration::ZERO, Err(ConfigError::ZeroLimit))]
-#[case::zero_window(1, Duration::ZERO, Err(ConfigError::ZeroPeriod))]
-#[case::window_beyond_u64_nanos(1, Duration::from_nanos(u64::MAX) + Duration::from_nanos(1), Err(ConfigError::TooLarge))]
-#[case::longest_window(1, Duration::from_nanos(u64::MAX), Ok(()))]
-#[case::one_nanosecond(5, Duration::from_nanos(1), Ok(()))]
-fn configuration(
-    #[case] limit: u64,
-    #[case] window: Duration,
-    #[case] expected: Result<(), ConfigError>,
-) {
-    lesson().config(limit, window, expected);
-}
+kata::config_tests!();
 
 kata::property_tests!();
 
-#[test]
-fn timeline_boundary_burst() {
-    lesson().snapshot(
-        "boundary_burst",
-        3,
-        1_000,
-        "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
-    );
-}
-
-#[test]
-fn timeline_two_keys() {
-    lesson().snapshot(
-        "two_keys",
-        2,
-        1_000,
-        "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
-    );
-}
-
-#[test]
-fn timeline_long_idle_gap() {
-    lesson().snapshot(
-        "long_idle_gap",
-        2,
-        1_000,
-        "a@0 a@0 a@10 a@5000 a@5000 a@5001",
-    );
-}
-
-#[test]
-fn timeline_exact_edges() {
-    lesson().snapshot("exact_edges", 1, 1_000, "a@999 a@1000 a@1999 a@2000 a@2001");
-}
+kata::snapshot_tests!();
 
 kata::loom_tests!();
