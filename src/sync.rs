@@ -136,8 +136,8 @@ fn watch_point(at: &'static Location<'static>, op: &'static str) {
     }
 }
 
-/// Registers that the current thread takes a lock, or fails the test if it
-/// already holds that lock in a way that would deadlock.
+/// Registers that the current thread takes a lock, or fails the test if a
+/// blocking call would wait for a lock the thread already holds.
 #[track_caller]
 fn acquire(
     backend: Backend,
@@ -145,10 +145,15 @@ fn acquire(
     access: Access,
     kind: &'static str,
     at: &'static Location<'static>,
+    blocking: bool,
 ) -> HeldToken {
     watch_point(at, kind);
     let thread = thread_number(backend);
+    // A `try_` call never waits, so it cannot deadlock.
     let clash = HELD.with(|held| {
+        if !blocking {
+            return None;
+        }
         held.borrow()
             .iter()
             .find(|h| {
@@ -400,6 +405,23 @@ macro_rules! atomic_int {
     };
 }
 
+/// `Debug` and `Display` for a guard, as std gives them.
+macro_rules! guard_fmt {
+    ($guard:ident) => {
+        impl<T: std::fmt::Debug> std::fmt::Debug for $guard<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&*self.inner, f)
+            }
+        }
+
+        impl<T: std::fmt::Display> std::fmt::Display for $guard<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Display::fmt(&*self.inner, f)
+            }
+        }
+    };
+}
+
 /// Generates one backend of the facade over `$sync` (`std::sync` or `loom::sync`).
 macro_rules! facade {
     ($backend:expr, $sync:ident) => {
@@ -453,6 +475,45 @@ macro_rules! facade {
             }
         }
 
+        /// Takes a lock that may wait: fails at once on a self-deadlock,
+        /// records the acquisition when it is obtained.
+        #[track_caller]
+        fn blocking<G, H>(
+            addr: usize,
+            access: Access,
+            kind: &'static str,
+            take: impl FnOnce() -> LockResult<G>,
+            wrap: impl FnOnce(G, HeldToken) -> H,
+        ) -> LockResult<H> {
+            let held = acquire($backend, addr, access, kind, Location::caller(), true);
+            map_lock(take(), |guard| wrap(guard, held.obtained()))
+        }
+
+        /// Tries a lock without waiting.
+        #[track_caller]
+        fn non_blocking<G, H>(
+            addr: usize,
+            access: Access,
+            kind: &'static str,
+            take: impl FnOnce() -> TryLockResult<G>,
+            wrap: impl FnOnce(G, HeldToken) -> H,
+        ) -> TryLockResult<H> {
+            let at = Location::caller();
+            watch_point(at, kind);
+            match take() {
+                Err(TryLockError::WouldBlock) => {
+                    record($backend, at, || format!("{kind}: would block"));
+                    Err(TryLockError::WouldBlock)
+                }
+                r => map_try_lock(r, |guard| {
+                    wrap(
+                        guard,
+                        acquire($backend, addr, access, kind, at, false).obtained(),
+                    )
+                }),
+            }
+        }
+
         /// Same API as `std::sync::Mutex`.
         #[derive(Default)]
         pub struct Mutex<T> {
@@ -474,43 +535,26 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-                let held = acquire(
-                    $backend,
-                    self as *const Self as usize,
+                let addr = self as *const Self as usize;
+                blocking(
+                    addr,
                     Access::Exclusive,
                     "Mutex::lock",
-                    Location::caller(),
-                );
-                map_lock(self.inner.lock(), |inner| MutexGuard {
-                    inner,
-                    _held: held.obtained(),
-                })
+                    || self.inner.lock(),
+                    |inner, _held| MutexGuard { inner, _held },
+                )
             }
 
             #[track_caller]
             pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-                let at = Location::caller();
-                watch_point(at, "Mutex::try_lock");
-                match self.inner.try_lock() {
-                    Err(TryLockError::WouldBlock) => {
-                        record($backend, at, || "Mutex::try_lock: would block".to_string());
-                        Err(TryLockError::WouldBlock)
-                    }
-                    r => {
-                        let addr = self as *const Self as usize;
-                        map_try_lock(r, |inner| MutexGuard {
-                            inner,
-                            _held: acquire(
-                                $backend,
-                                addr,
-                                Access::Exclusive,
-                                "Mutex::try_lock",
-                                at,
-                            )
-                            .obtained(),
-                        })
-                    }
-                }
+                let addr = self as *const Self as usize;
+                non_blocking(
+                    addr,
+                    Access::Exclusive,
+                    "Mutex::try_lock",
+                    || self.inner.try_lock(),
+                    |inner, _held| MutexGuard { inner, _held },
+                )
             }
 
             pub fn into_inner(self) -> LockResult<T> {
@@ -568,56 +612,50 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-                let held = acquire(
-                    $backend,
-                    self as *const Self as usize,
+                let addr = self as *const Self as usize;
+                blocking(
+                    addr,
                     Access::Shared,
                     "RwLock::read",
-                    Location::caller(),
-                );
-                map_lock(self.inner.read(), |inner| RwLockReadGuard {
-                    inner,
-                    _held: held.obtained(),
-                })
+                    || self.inner.read(),
+                    |inner, _held| RwLockReadGuard { inner, _held },
+                )
             }
 
             #[track_caller]
             pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-                let held = acquire(
-                    $backend,
-                    self as *const Self as usize,
+                let addr = self as *const Self as usize;
+                blocking(
+                    addr,
                     Access::Exclusive,
                     "RwLock::write",
-                    Location::caller(),
-                );
-                map_lock(self.inner.write(), |inner| RwLockWriteGuard {
-                    inner,
-                    _held: held.obtained(),
-                })
+                    || self.inner.write(),
+                    |inner, _held| RwLockWriteGuard { inner, _held },
+                )
             }
 
             #[track_caller]
             pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-                let at = Location::caller();
-                watch_point(at, "RwLock::try_read");
                 let addr = self as *const Self as usize;
-                map_try_lock(self.inner.try_read(), |inner| RwLockReadGuard {
-                    inner,
-                    _held: acquire($backend, addr, Access::Shared, "RwLock::try_read", at)
-                        .obtained(),
-                })
+                non_blocking(
+                    addr,
+                    Access::Shared,
+                    "RwLock::try_read",
+                    || self.inner.try_read(),
+                    |inner, _held| RwLockReadGuard { inner, _held },
+                )
             }
 
             #[track_caller]
             pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-                let at = Location::caller();
-                watch_point(at, "RwLock::try_write");
                 let addr = self as *const Self as usize;
-                map_try_lock(self.inner.try_write(), |inner| RwLockWriteGuard {
-                    inner,
-                    _held: acquire($backend, addr, Access::Exclusive, "RwLock::try_write", at)
-                        .obtained(),
-                })
+                non_blocking(
+                    addr,
+                    Access::Exclusive,
+                    "RwLock::try_write",
+                    || self.inner.try_write(),
+                    |inner, _held| RwLockWriteGuard { inner, _held },
+                )
             }
 
             pub fn into_inner(self) -> LockResult<T> {
@@ -655,6 +693,11 @@ macro_rules! facade {
             }
         }
 
+        // Like std's guards: shown as the data they guard.
+        guard_fmt!(MutexGuard);
+        guard_fmt!(RwLockReadGuard);
+        guard_fmt!(RwLockWriteGuard);
+
         atomic_int!($backend, $sync, AtomicU64, u64);
         atomic_int!($backend, $sync, AtomicUsize, usize);
         atomic_int!($backend, $sync, AtomicU32, u32);
@@ -684,5 +727,73 @@ pub mod loom_backend {
     /// scheduler here (where a loop that never yields cannot be explored).
     pub fn spin_loop() {
         loom::thread::yield_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::std_backend::*;
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    #[test]
+    fn a_dropped_guard_releases_its_hold() {
+        let m = Mutex::new(1);
+        *m.lock().unwrap() += 1;
+        *m.lock().unwrap() += 1;
+        assert_eq!(m.into_inner().unwrap(), 3);
+    }
+
+    #[test]
+    fn try_calls_never_count_as_deadlock() {
+        let l = RwLock::new(1);
+        let _read = l.read().unwrap();
+        assert!(l.try_read().is_ok());
+        assert!(matches!(l.try_write(), Err(TryLockError::WouldBlock)));
+        let m = Mutex::new(1);
+        let _held = m.lock().unwrap();
+        assert!(matches!(m.try_lock(), Err(TryLockError::WouldBlock)));
+    }
+
+    #[test]
+    fn blocking_relocks_are_reported() {
+        let l = RwLock::new(1);
+        let _read = l.read().unwrap();
+        let second_read = catch_unwind(AssertUnwindSafe(|| drop(l.read())));
+        assert!(second_read.is_err());
+        let write = catch_unwind(AssertUnwindSafe(|| drop(l.write())));
+        assert!(write.is_err());
+    }
+
+    #[test]
+    fn poisoning_is_passed_through() {
+        let m = Mutex::new(1);
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let _g = m.lock().unwrap();
+            panic!("poison");
+        }));
+        let poisoned = m.lock().unwrap_err();
+        assert_eq!(*poisoned.into_inner(), 1);
+    }
+
+    #[test]
+    fn atomics_have_std_semantics() {
+        let a = AtomicU64::new(5);
+        assert_eq!(a.fetch_add(2, Ordering::SeqCst), 5);
+        assert_eq!(
+            a.compare_exchange(7, 9, Ordering::SeqCst, Ordering::SeqCst),
+            Ok(7)
+        );
+        assert_eq!(
+            a.compare_exchange(7, 1, Ordering::SeqCst, Ordering::SeqCst),
+            Err(9)
+        );
+        assert_eq!(
+            a.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| Some(v * 2)),
+            Ok(9)
+        );
+        assert_eq!(a.swap(0, Ordering::SeqCst), 18);
+        let b = AtomicBool::default();
+        assert!(!b.swap(true, Ordering::SeqCst));
+        assert!(b.load(Ordering::SeqCst));
     }
 }
