@@ -54,6 +54,7 @@ struct Ctx {
     subject: Subject,
     tested: Variant,
     reference: Variant,
+    baseline: Option<Variant>,
 }
 
 /// A lesson's implementations and which of them is under test.
@@ -73,6 +74,9 @@ pub struct Implementations {
     pub reference: Variant,
     pub mistakes: Vec<(&'static str, Variant)>,
     pub alternatives: Vec<(&'static str, Variant)>,
+    /// Another lesson's reference this lesson must equal decision for decision
+    /// (lesson 06's GCRA against lesson 05's token bucket), with its type name.
+    pub baseline: Option<(&'static str, Variant)>,
 }
 
 impl Lesson {
@@ -124,6 +128,7 @@ impl Lesson {
             subject: self.subject(),
             tested: self.tested(),
             reference: self.implementations.reference,
+            baseline: self.implementations.baseline.map(|(_, v)| v),
         }
     }
 
@@ -277,6 +282,32 @@ impl Lesson {
                 let got = run(ctx.tested, t)?;
                 let want = run(ctx.reference, t)?;
                 compare(ctx, t, &got, "the reference", &want)
+            },
+        );
+    }
+
+    /// Exact agreement, request by request, with the lesson's baseline: another
+    /// lesson's reference that implements the same contract another way.
+    pub fn agrees_with_baseline(&self) {
+        let (name, _) = self
+            .implementations
+            .baseline
+            .expect("agrees_with_baseline needs `baseline:` in kata::lesson!");
+        self.property(
+            &format!("decides like the {name} reference"),
+            256,
+            Shape::InOrder,
+            |ctx, t| {
+                let baseline = ctx.baseline.expect("checked above");
+                let got = run(ctx.tested, t)?;
+                let want = run(baseline, t)?;
+                compare(
+                    ctx,
+                    t,
+                    &got,
+                    &format!("the {} reference", baseline.path()),
+                    &want,
+                )
             },
         );
     }

@@ -124,9 +124,13 @@ fn starts(shape: Shape) -> BoxedStrategy<(u8, u64)> {
 /// In a third of the timelines every key has a clock of its own: each key's
 /// timestamps still only move forward, but one key can be far ahead of another,
 /// as when keys are served by different callers.
-pub fn timelines(_algorithm: Algorithm, shape: Shape) -> BoxedStrategy<Timeline> {
+pub fn timelines(algorithm: Algorithm, shape: Shape) -> BoxedStrategy<Timeline> {
     let own_clocks = prop_oneof![2 => Just(false), 1 => Just(true)];
-    (configs(shape), starts(shape), steps(shape), own_clocks)
+    // Only configurations the algorithm accepts (a bucket's C·T must fit).
+    let valid = configs(shape).prop_filter("a valid configuration", move |c| {
+        algorithm.validate(c.limit, c.period).is_ok()
+    });
+    (valid, starts(shape), steps(shape), own_clocks)
         .prop_map(move |(config, (start_kind, start), steps, own_clocks)| {
             build(config, start_kind, start, &steps, own_clocks)
         })

@@ -65,8 +65,10 @@ macro_rules! lesson {
         learner: $learner:literal,
         reference: $reference:literal,
         mistakes: { $($mistake:ident : $mistake_file:literal),* $(,)? },
-        alternatives: { $($alternative:ident : $alternative_file:literal),* $(,)? } $(,)?
+        alternatives: { $($alternative:ident : $alternative_file:literal),* $(,)? }
+        $(, baseline: { $baseline_limiter:ident : $baseline_file:literal })? $(,)?
     ) => {
+        $( $crate::__variant!(false, baseline, $baseline_file, $baseline_limiter); )?
         $crate::__variant!($concurrent, learner, $learner, $limiter);
         $crate::__variant!($concurrent, reference, $reference, $limiter);
         $( $crate::__variant!($concurrent, $mistake, $mistake_file, $limiter); )*
@@ -86,6 +88,7 @@ macro_rules! lesson {
                         reference: reference::VARIANT,
                         mistakes: vec![$((stringify!($mistake), $mistake::VARIANT)),*],
                         alternatives: vec![$((stringify!($alternative), $alternative::VARIANT)),*],
+                        baseline: None $(.or(Some((stringify!($baseline_limiter), baseline::VARIANT))))?,
                     },
                 )
             })
@@ -186,6 +189,40 @@ macro_rules! config_tests {
     };
 }
 
+/// The constructor cases of the token-bucket lessons, as an rstest table
+/// (`lesson()` must be in scope): a capacity times a refill interval that
+/// does not fit in u64 nanoseconds is `TooLarge` as well.
+#[macro_export]
+macro_rules! bucket_config_tests {
+    () => {
+        #[rstest::rstest]
+        #[case::zero_capacity(0, ::std::time::Duration::from_secs(1), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_capacity_is_checked_first(0, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_refill_interval(1, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroPeriod))]
+        #[case::refill_interval_beyond_u64_nanos(
+            1,
+            ::std::time::Duration::from_nanos(u64::MAX) + ::std::time::Duration::from_nanos(1),
+            Err($crate::ConfigError::TooLarge)
+        )]
+        #[case::whole_bucket_beyond_u64_nanos(
+            2,
+            ::std::time::Duration::from_nanos(u64::MAX / 2 + 1),
+            Err($crate::ConfigError::TooLarge)
+        )]
+        #[case::whole_bucket_just_fits(2, ::std::time::Duration::from_nanos(u64::MAX / 2), Ok(()))]
+        #[case::largest_capacity(u64::MAX, ::std::time::Duration::from_nanos(1), Ok(()))]
+        #[case::longest_refill_interval(1, ::std::time::Duration::from_nanos(u64::MAX), Ok(()))]
+        #[case::one_nanosecond(5, ::std::time::Duration::from_nanos(1), Ok(()))]
+        fn configuration(
+            #[case] capacity: u64,
+            #[case] refill_every: ::std::time::Duration,
+            #[case] expected: Result<(), $crate::ConfigError>,
+        ) {
+            lesson().config(capacity, refill_every, expected);
+        }
+    };
+}
+
 /// The timelines every lesson draws as snapshots (`lesson()` must be in
 /// scope): the same requests in every lesson, so that lessons can be compared
 /// drawing by drawing.
@@ -201,6 +238,17 @@ macro_rules! snapshot_tests {
                 3,
                 1_000,
                 "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+            );
+        }
+
+        /// A burst at one instant, then one request per period.
+        #[test]
+        fn timeline_burst_then_steady() {
+            lesson().snapshot(
+                "burst_then_steady",
+                3,
+                1_000,
+                "a@0 a@0 a@0 a@0 a@1000 a@2000 a@3000 a@3500 a@4000",
             );
         }
 

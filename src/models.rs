@@ -1,11 +1,14 @@
 //! Executable models of each lesson's algorithm, written straight from the
 //! contract (SPEC.md), not from the reference solutions.
 //!
-//! A model is meant to be obviously right rather than fast: it keeps every
-//! allowed request, recounts on every call in 128-bit arithmetic, and finds
-//! `retry_after` by trying the instants at which its rule can change its mind
-//! instead of by a formula. Property tests compare learner and reference
-//! against it, so a bug shared by both is still caught.
+//! A model is meant to be obviously right rather than fast. Each algorithm is
+//! one literal predicate, "would a request at `t` be allowed, given what this
+//! key did so far?", in 128-bit arithmetic. The answers are derived from it
+//! alone: `remaining` is how many more requests the predicate admits at `now`,
+//! and `retry_after` is the first later instant it admits. Both are found by
+//! binary search, which is exact because every rule here only ever becomes
+//! more permissive as time passes without requests. Property tests compare
+//! learner and reference against the model, so a bug both share is caught.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -20,23 +23,43 @@ pub enum Algorithm {
     FixedWindow,
     /// Lesson 03: at most L allowed in every half-open interval `(now − W, now]`.
     SlidingLog,
+    /// Lesson 04: `p·(W − e) + c·W < L·W`, the previous window's count weighted
+    /// by how much of it still overlaps the last W.
+    SlidingCounter,
+    /// Lessons 05 and 06: C tokens at most, one more every T ns, continuously.
+    TokenBucket,
 }
 
 impl Algorithm {
     /// What the period is called in this algorithm's texts.
     pub fn period_name(self) -> &'static str {
         match self {
-            Algorithm::FixedWindow | Algorithm::SlidingLog => "window",
+            Algorithm::TokenBucket => "refill interval",
+            _ => "window",
+        }
+    }
+
+    /// `limit 3 per window of 1_000ns` / `capacity 3, one token every 1_000ns`.
+    pub fn describe(self, config: &Config) -> String {
+        let period = crate::time::group_digits(config.period.as_nanos());
+        match self {
+            Algorithm::TokenBucket => {
+                format!("capacity {}, one token every {period}ns", config.limit)
+            }
+            _ => format!("limit {} per window of {period}ns", config.limit),
         }
     }
 
     /// The constructor's checks, in the contract's order.
     pub fn validate(self, limit: u64, period: Duration) -> Result<(), ConfigError> {
+        let max = u128::from(u64::MAX);
         if limit == 0 {
             Err(ConfigError::ZeroLimit)
         } else if period.is_zero() {
             Err(ConfigError::ZeroPeriod)
-        } else if period.as_nanos() > u128::from(u64::MAX) {
+        } else if period.as_nanos() > max
+            || (self == Algorithm::TokenBucket && u128::from(limit) * period.as_nanos() > max)
+        {
             Err(ConfigError::TooLarge)
         } else {
             Ok(())
@@ -44,9 +67,12 @@ impl Algorithm {
     }
 
     /// How far past `now` the arithmetic must fit for a decision to be checked
-    /// exactly: `2·W` for the windowed lessons.
+    /// exactly: `2·W` for the windowed lessons, `C·T` for the token buckets.
     pub fn horizon(self, config: &Config) -> u128 {
-        2 * config.period.as_nanos()
+        match self {
+            Algorithm::TokenBucket => u128::from(config.limit) * config.period.as_nanos(),
+            _ => 2 * config.period.as_nanos(),
+        }
     }
 
     /// True when the contract fixes the exact decision of a request at `now`.
@@ -68,50 +94,76 @@ impl Algorithm {
     /// given by the timestamp the contract places it at (non-decreasing).
     /// Returns a sentence naming the first violation.
     pub fn invariant(self, config: &Config, allowed: &[u64]) -> Result<(), String> {
-        let (limit, w) = (config.limit, config.period.as_nanos());
+        let (limit, w) = (u128::from(config.limit), config.period.as_nanos());
+        let at = |i: usize| u128::from(allowed[i]);
         match self {
-            Algorithm::FixedWindow => {
-                let mut start = 0;
-                while start < allowed.len() {
-                    let k = u128::from(allowed[start]) / w;
-                    let end = start
-                        + allowed[start..]
-                            .iter()
-                            .take_while(|t| u128::from(**t) / w == k)
-                            .count();
-                    if (end - start) as u64 > limit {
-                        return Err(format!(
-                            "{} requests were allowed in the window [{}, {}) but the limit is {limit}",
-                            end - start,
-                            k * w,
-                            (k + 1) * w
-                        ));
-                    }
-                    start = end;
-                }
-                Ok(())
+            Algorithm::FixedWindow => per_aligned_window(allowed, w, limit),
+            Algorithm::SlidingLog => per_sliding_interval(allowed, w, limit),
+            Algorithm::SlidingCounter => {
+                per_aligned_window(allowed, w, limit)?;
+                per_sliding_interval(allowed, w, 2 * limit)
             }
-            Algorithm::SlidingLog => {
-                // The busiest interval of length W ends at an allowed request.
-                let mut first = 0;
-                for (last, t) in allowed.iter().enumerate() {
-                    while u128::from(allowed[first]) + w <= u128::from(*t) {
-                        first += 1;
-                    }
-                    if (last + 1 - first) as u64 > limit {
-                        return Err(format!(
-                            "{} requests were allowed in the interval ({}, {}], which is only W = {w} ns \
-                             long, but the limit is {limit}",
-                            last + 1 - first,
-                            i128::from(*t) - w as i128,
-                            t
-                        ));
+            Algorithm::TokenBucket => {
+                for i in 0..allowed.len() {
+                    for j in i..allowed.len() {
+                        let bound = limit + (at(j) - at(i)) / w;
+                        let count = (j - i + 1) as u128;
+                        if count > bound {
+                            return Err(format!(
+                                "{count} requests were allowed in [{}, {}], but a bucket of {limit} \
+                                 tokens refilled every {w} ns admits at most {bound} there",
+                                at(i),
+                                at(j)
+                            ));
+                        }
                     }
                 }
                 Ok(())
             }
         }
     }
+}
+
+/// At most `most` allowed in every aligned window `[k·W, (k+1)·W)`.
+fn per_aligned_window(allowed: &[u64], w: u128, most: u128) -> Result<(), String> {
+    let mut start = 0;
+    while start < allowed.len() {
+        let k = u128::from(allowed[start]) / w;
+        let n = allowed[start..]
+            .iter()
+            .take_while(|t| u128::from(**t) / w == k)
+            .count();
+        if n as u128 > most {
+            return Err(format!(
+                "{n} requests were allowed in the window [{}, {}) but at most {most} may be",
+                k * w,
+                (k + 1) * w
+            ));
+        }
+        start += n;
+    }
+    Ok(())
+}
+
+/// At most `most` allowed in every half-open interval `(t − W, t]`. The
+/// busiest such interval ends at an allowed request, so only those are tried.
+fn per_sliding_interval(allowed: &[u64], w: u128, most: u128) -> Result<(), String> {
+    let mut first = 0;
+    for (last, t) in allowed.iter().enumerate() {
+        let t = u128::from(*t);
+        while u128::from(allowed[first]) + w <= t {
+            first += 1;
+        }
+        let n = (last + 1 - first) as u128;
+        if n > most {
+            return Err(format!(
+                "{n} requests were allowed in the interval ({}, {t}], which is only W = {w} ns \
+                 long, but at most {most} may be",
+                t as i128 - w as i128
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An executable model of one algorithm: the oracle of the property tests.
@@ -133,44 +185,85 @@ struct KeyLog {
 
 impl Model {
     pub fn decide(&mut self, key: &str, now: u64) -> Decision {
-        let (algorithm, limit, w) = (self.algorithm, self.limit, self.period);
         let log = self.keys.entry(key.to_string()).or_default();
         log.latest = log.latest.max(u128::from(now));
-        let now = log.latest;
-        let counted = |at: u128| count(algorithm, w, &log.allowed, at);
-        let used = counted(now);
-        if used < limit {
-            log.allowed.push(now);
-            return Decision::Allowed {
-                remaining: (limit - used - 1) as u64,
+        let (now, log) = (log.latest, log.clone());
+        let admits = |extra: u128, at: u128| self.admits(&log, extra, at);
+        if !admits(0, now) {
+            // The rule only relaxes as time passes, and relaxes fully within
+            // this bound, so the first instant it admits is a binary search away.
+            let far = now + 2 * self.period;
+            assert!(admits(0, far), "model: nothing admitted by {far}");
+            let at = first(now + 1, far, |t| admits(0, t));
+            return Decision::Denied {
+                retry_after: Duration::from_nanos(u64::try_from(at - now).unwrap_or(u64::MAX)),
             };
         }
-        // The rule's answer only changes where a window starts or an allowed
-        // request leaves the interval; try those instants, earliest first.
-        let mut instants: Vec<u128> = match algorithm {
-            Algorithm::FixedWindow => vec![(now / w + 1) * w],
-            Algorithm::SlidingLog => log.allowed.iter().map(|t| t + w).collect(),
+        // This request and `remaining` more are admitted at `now`.
+        let remaining = first(1, self.limit, |extra| !admits(extra, now)) - 1;
+        self.keys
+            .get_mut(key)
+            .expect("inserted above")
+            .allowed
+            .push(now);
+        Decision::Allowed {
+            remaining: remaining as u64,
+        }
+    }
+
+    /// Would the rule admit a request at `at` after `extra` more requests at
+    /// that same instant had been allowed first?
+    fn admits(&self, log: &KeyLog, extra: u128, at: u128) -> bool {
+        let (l, w) = (self.limit, self.period);
+        let count = |from: u128, to: u128| -> u128 {
+            log.allowed
+                .iter()
+                .filter(|t| from <= **t && **t < to)
+                .count() as u128
         };
-        instants.retain(|t| *t > now);
-        instants.sort_unstable();
-        let wait = instants
-            .into_iter()
-            .find(|t| counted(*t) < limit)
-            .map(|t| t - now)
-            .expect("the model found no instant at which the request would be allowed");
-        Decision::Denied {
-            retry_after: Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX)),
+        match self.algorithm {
+            Algorithm::FixedWindow => {
+                let start = at / w * w;
+                count(start, start + w) + extra < l
+            }
+            Algorithm::SlidingLog => count((at + 1).saturating_sub(w), at + 1) + extra < l,
+            Algorithm::SlidingCounter => {
+                let start = at / w * w;
+                let c = count(start, start + w) + extra;
+                let p = count(start.saturating_sub(w), start);
+                let e = at - start;
+                p * (w - e) + c * w < l * w
+            }
+            Algorithm::TokenBucket => {
+                // Tokens are counted in nanoseconds of credit, T per token, so
+                // that a fraction of T is kept exactly.
+                // A new key's bucket is full; each allowed request took one.
+                let capacity = l * w;
+                let mut credit = capacity;
+                let mut last = log.allowed.first().copied().unwrap_or(at);
+                for &t in &log.allowed {
+                    credit = (credit + (t - last)).min(capacity) - w;
+                    last = t;
+                }
+                // `extra` more requests at `at` take a token each first.
+                (credit + (at - last)).min(capacity) >= (extra + 1) * w
+            }
         }
     }
 }
 
-/// How many allowed requests count against a request at `at`.
-fn count(algorithm: Algorithm, w: u128, allowed: &[u128], at: u128) -> u128 {
-    let counts = |t: &&u128| match algorithm {
-        Algorithm::FixedWindow => **t / w == at / w && **t <= at,
-        Algorithm::SlidingLog => **t + w > at && **t <= at,
-    };
-    allowed.iter().filter(counts).count() as u128
+/// The least `x` in `[lo, hi]` for which `holds(x)`, given that `holds` is
+/// false then true over that range and true at `hi`.
+fn first(mut lo: u128, mut hi: u128, holds: impl Fn(u128) -> bool) -> u128 {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if holds(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
 }
 
 #[cfg(test)]
@@ -209,6 +302,44 @@ mod tests {
     }
 
     #[test]
+    fn sliding_counter_by_hand() {
+        // L=4, W=100: 4 allowed in window 0. At 150 (e=50) the previous
+        // window weighs 4·50 = 200 of 400: room for c·100 < 200, so c < 2.
+        let got = run(
+            Algorithm::SlidingCounter,
+            Config::new(4, 100),
+            "a@0 a@0 a@0 a@0 a@100 a@150 a@150 a@150",
+        );
+        // At 100: 4·100 + 0 < 400 fails; the weight 4·(100-e) < 400 needs e>=1.
+        // At 150: p·50 + 0·100 = 200 < 400 allowed (c=1 after), then
+        // 200 + 100 = 300 < 400 allowed, then 200 + 200 = 400 denied until
+        // 4·(100-e) + 200 < 400, e > 50: e = 51, so retry after 1.
+        assert_eq!(got, parse_decisions("+3 +2 +1 +0 -1 +1 +0 -1").unwrap());
+    }
+
+    #[test]
+    fn sliding_counter_crosses_two_windows_when_w_is_1() {
+        let got = run(Algorithm::SlidingCounter, Config::new(1, 1), "a@5 a@5");
+        assert_eq!(got, parse_decisions("+0 -2").unwrap());
+    }
+
+    #[test]
+    fn token_bucket_by_hand() {
+        // C=2, T=10: full at first sight, one token back every 10 ns.
+        let got = run(
+            Algorithm::TokenBucket,
+            Config::new(2, 10),
+            "a@100 a@100 a@100 a@105 a@110 a@110 a@135 a@135 a@135",
+        );
+        // At 135 the bucket is full again (capped at 2 tokens): the 5 ns beyond
+        // the cap are lost, so the last wait is a whole T.
+        assert_eq!(
+            got,
+            parse_decisions("+1 +0 -10 -5 +0 -10 +1 +0 -10").unwrap()
+        );
+    }
+
+    #[test]
     fn late_timestamps_are_placed_at_the_latest() {
         let got = run(
             Algorithm::FixedWindow,
@@ -233,6 +364,17 @@ mod tests {
             .invariant(&w, &[1, 999, 1000])
             .unwrap_err();
         assert!(e.contains("(0, 1000]"), "{e}");
+        assert!(Algorithm::SlidingCounter
+            .invariant(&w, &[1, 999, 1000, 1001])
+            .is_ok());
+        assert!(Algorithm::SlidingCounter
+            .invariant(&w, &[1, 999, 1000, 1001, 1002])
+            .is_err());
+        let tb = Config::new(2, 10);
+        assert!(Algorithm::TokenBucket
+            .invariant(&tb, &[0, 0, 10, 20])
+            .is_ok());
+        assert!(Algorithm::TokenBucket.invariant(&tb, &[0, 0, 9]).is_err());
     }
 
     #[test]
@@ -245,5 +387,12 @@ mod tests {
             v(1, Duration::new(18_446_744_073, 709_551_616)),
             Err(ConfigError::TooLarge)
         );
+        let tb = |l, p| Algorithm::TokenBucket.validate(l, p);
+        assert_eq!(tb(2, Duration::from_nanos(u64::MAX / 2)), Ok(()));
+        assert_eq!(
+            tb(2, Duration::from_nanos(u64::MAX / 2 + 1)),
+            Err(ConfigError::TooLarge)
+        );
+        assert_eq!(tb(u64::MAX, Duration::from_nanos(1)), Ok(()));
     }
 }

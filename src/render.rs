@@ -52,11 +52,8 @@ fn table(rows: &[Vec<String>]) -> String {
 
 fn heading(algorithm: Algorithm, timeline: &Timeline) -> String {
     format!(
-        "limit {} per {} of {}ns ({:?})\n\n",
-        timeline.config.limit,
-        algorithm.period_name(),
-        group_digits(timeline.config.period.as_nanos()),
-        algorithm
+        "{} ({algorithm:?})\n\n",
+        algorithm.describe(&timeline.config)
     )
 }
 

@@ -221,11 +221,25 @@ mod tests {
     }
 
     #[test]
-    fn finds_this_kata_s_lessons() {
+    fn every_lesson_registers_and_links_its_mistakes() {
         let found = lessons(Path::new(env!("CARGO_MANIFEST_DIR")));
         assert!(found.iter().any(|l| l.name == "lesson_01" && l.number == 1));
         for lesson in &found {
             assert_eq!(lesson.mistakes, lesson.mistake_files, "{}", lesson.name);
+            let text = std::fs::read_to_string(format!(
+                "{}/lessons/{}.md",
+                env!("CARGO_MANIFEST_DIR"),
+                lesson.name
+            ))
+            .unwrap_or_default();
+            for mistake in &lesson.mistakes {
+                let link = format!("../mistakes/{}/{mistake}.rs", lesson.name);
+                assert!(
+                    text.contains(&link),
+                    "lessons/{}.md does not link the mistake {link}",
+                    lesson.name
+                );
+            }
         }
     }
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Measures each lesson's suite with automated mutants of its reference solution.
+#
+#   scripts/mutants.sh          every lesson
+#   scripts/mutants.sh 02 03    some lessons
+#
+# cargo-mutants only mutates files it reaches from src/lib.rs, and the
+# solutions are reached only from tests. So this works in a scratch copy whose
+# src/lib.rs also includes each solution (over the std facade for concurrent
+# lessons). Each lesson's mutants are then judged by that lesson's suite alone,
+# with the reference as the subject: the learner-vs-reference comparisons are
+# blind there (both sides carry the mutant), so what catches a mutant is the
+# independent model, the invariants, the probes, the snapshots and loom.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+
+if ! cargo mutants --version >/dev/null 2>&1; then
+    echo "installing cargo-mutants from crates.io ..." >&2
+    cargo install --locked cargo-mutants
+fi
+
+lessons=("$@")
+if [ ${#lessons[@]} -eq 0 ]; then
+    for f in "$root"/solutions/lesson_*.rs; do
+        n="${f##*/lesson_}"
+        lessons+=("${n%.rs}")
+    done
+fi
+
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$scratch")
+{
+    echo
+    echo "// Scaffold for mutation testing (scratch copy only)."
+    echo "extern crate self as kata;"
+    for n in "${lessons[@]}"; do
+        echo "#[doc(hidden)] #[path = \"\"] pub mod mutants_lesson_$n {"
+        if grep -q "super::sync" "$root/solutions/lesson_$n.rs"; then
+            echo "    pub mod sync { pub use crate::sync::std_backend::*; }"
+        fi
+        echo "    #[path = \"../solutions/lesson_$n.rs\"] pub mod imp;"
+        echo "}"
+    done
+} >> "$scratch/src/lib.rs"
+
+summary=()
+for n in "${lessons[@]}"; do
+    echo "== lesson $n" >&2
+    out="$scratch/mutants-$n"
+    (cd "$scratch" && KATA_SUBJECT=reference RUST_BACKTRACE=0 \
+        cargo mutants --no-shuffle -j 1 -f "src/../solutions/lesson_$n.rs" -o "$out" \
+        -- --test "lesson_$n") || true
+    dir="$out/mutants.out"
+    count() {
+        if [ -f "$dir/$1.txt" ]; then grep -c . "$dir/$1.txt" || true; else echo 0; fi
+    }
+    caught=$(count caught); missed=$(count missed); timeout=$(count timeout); unviable=$(count unviable)
+    viable=$((caught + missed + timeout))
+    summary+=("lesson $n: $((caught + timeout)) of $viable viable mutants caught ($timeout by timeout), $unviable unviable")
+    if [ "$missed" -gt 0 ]; then
+        summary+=("  survivors:")
+        while read -r line; do summary+=("    $line"); done < "$dir/missed.txt"
+    fi
+done
+printf '%s\n' "${summary[@]}"
