@@ -66,7 +66,7 @@ macro_rules! lesson {
         reference: $reference:literal,
         mistakes: { $($mistake:ident : $mistake_file:literal),* $(,)? },
         alternatives: { $($alternative:ident : $alternative_file:literal),* $(,)? }
-        $(, baseline: { $baseline_limiter:ident : $baseline_file:literal })? $(,)?
+        $(, baseline: { $baseline_limiter:ident : $baseline_file:literal $(,)? })? $(,)?
     ) => {
         $( $crate::__variant!(false, baseline, $baseline_file, $baseline_limiter); )?
         $crate::__variant!($concurrent, learner, $learner, $limiter);

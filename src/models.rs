@@ -184,6 +184,32 @@ struct KeyLog {
 }
 
 impl Model {
+    /// True when `key` has already been called with a timestamp later than
+    /// `now`: the contract then fixes no exact answer, only the limit.
+    pub fn is_late(&self, key: &str, now: u64) -> bool {
+        self.keys
+            .get(key)
+            .is_some_and(|log| u128::from(now) < log.latest)
+    }
+
+    /// Takes an answer the contract allows for a late request: denied (with
+    /// any wait of at least 1 ns), or allowed if the rule admits it where it is
+    /// placed, at the latest timestamp its key has seen. Returns false for an
+    /// answer that would break the limit.
+    pub fn accept_late(&mut self, key: &str, now: u64, answer: &Decision) -> bool {
+        match answer {
+            Decision::Denied { retry_after } => !retry_after.is_zero(),
+            Decision::Allowed { .. } => {
+                let mut tried = self.clone();
+                let admitted = tried.decide(key, now).is_allowed();
+                if admitted {
+                    *self = tried;
+                }
+                admitted
+            }
+        }
+    }
+
     pub fn decide(&mut self, key: &str, now: u64) -> Decision {
         let log = self.keys.entry(key.to_string()).or_default();
         log.latest = log.latest.max(u128::from(now));
@@ -232,7 +258,9 @@ impl Model {
                 let c = count(start, start + w) + extra;
                 let p = count(start.saturating_sub(w), start);
                 let e = at - start;
-                p * (w - e) + c * w < l * w
+                // p·(W − e) + c·W < L·W, rearranged so that no side exceeds
+                // L·W (the sum itself can pass u128::MAX when L and W are huge).
+                c < l && p * (w - e) < (l - c) * w
             }
             Algorithm::TokenBucket => {
                 // Tokens are counted in nanoseconds of credit, T per token, so

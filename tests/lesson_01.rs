@@ -56,7 +56,6 @@ kata::lesson! {
 #[case::the_empty_key_is_a_key(1, 1_000, "\"\"@0 a@0 \"\"@1", "+0 +0 -999")]
 #[case::idle_windows_are_forgotten(1, 10, "a@5 a@95 a@96", "+0 +0 -4")]
 #[case::one_nanosecond_windows(1, 1, "a@0 a@0 a@1", "+0 -1 +0")]
-#[case::late_timestamps_count_as_the_latest(1, 1_000, "a@1500 a@2500 a@1800", "+0 +0 -500")]
 fn examples(
     #[case] limit: u64,
     #[case] window: u64,

@@ -52,7 +52,6 @@ kata::lesson! {
 #[case::keys_are_independent(1, 1_000, "a@0 b@0 a@1 b@1 \"\"@1", "+0 +0 -999 -999 +0")]
 #[case::idle_keys_start_over(3, 10, "a@0 a@1 a@2 a@100", "+2 +1 +0 +2")]
 #[case::one_nanosecond_windows(1, 1, "a@0 a@0 a@1", "+0 -1 +0")]
-#[case::late_timestamps_count_as_the_latest(1, 1_000, "a@1500 a@2500 a@1800", "+0 +0 -1000")]
 fn examples(
     #[case] limit: u64,
     #[case] window: u64,
