@@ -38,6 +38,10 @@ enum Move {
     /// Onto the instant an earlier request (`back` requests ago) leaves the
     /// interval, `t + W`, or one ns either side.
     Expiry(usize, i8),
+    /// Onto `a/b` of the way through the current period (or the next, if that
+    /// instant has passed), or one ns either side: where a sliding counter's
+    /// weighted count ties with its limit.
+    Fraction(u64, u64, i8),
     /// Forward by a little (under 2·W).
     Forward(u64),
     /// Forward by several whole periods and a bit: idle gaps.
@@ -51,7 +55,8 @@ fn moves(shape: Shape) -> BoxedStrategy<Move> {
     let in_order = prop_oneof![
         4 => Just(Move::Stay),
         3 => offset.clone().prop_map(Move::Boundary),
-        3 => (0usize..8, offset).prop_map(|(b, o)| Move::Expiry(b, o)),
+        3 => (0usize..8, offset.clone()).prop_map(|(b, o)| Move::Expiry(b, o)),
+        2 => (2u64..=6, 1u64..6, offset).prop_map(|(b, a, o)| Move::Fraction(a % b, b, o)),
         3 => (0u64..2_000).prop_map(Move::Forward),
         1 => (2u64..6, 0u64..1_000).prop_map(|(n, f)| Move::Idle(n, f)),
     ];
@@ -91,6 +96,9 @@ fn configs(shape: Shape) -> BoxedStrategy<Config> {
             3 => Just(1_000u64),
             1 => Just(1_000_000_000u64),
             2 => 1u64..5_000,
+            // Past 2^53 ns a float cannot hold every instant of the window.
+            1 => Just((1u64 << 53) + 1),
+            1 => Just(u64::MAX / 4),
         ]
         .boxed(),
         Shape::Extreme => prop_oneof![
@@ -172,6 +180,15 @@ fn build(config: Config, start_kind: u8, start: u64, steps: &[Step], own_clocks:
                 }
                 None => now,
             },
+            Move::Fraction(a, b, offset) => {
+                let (w128, now128) = (u128::from(w), u128::from(now));
+                let start = now128 / w128 * w128;
+                let mut at = shift(start + w128 * u128::from(a) / u128::from(b), offset);
+                if at < now128 {
+                    at = shift(start + w128 + w128 * u128::from(a) / u128::from(b), offset);
+                }
+                at.max(now128).min(u128::from(u64::MAX)) as u64
+            }
             Move::Forward(n) => now.saturating_add(scale(n)),
             Move::Idle(periods, n) => now
                 .saturating_add(w.saturating_mul(periods))

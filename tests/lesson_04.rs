@@ -12,8 +12,19 @@ kata::lesson! {
     concurrent: true,
     learner: "../lessons/lesson_04.rs",
     reference: "../solutions/lesson_04.rs",
-    mistakes: {},
-    alternatives: {},
+    mistakes: {
+        check_then_act: "../mistakes/lesson_04/check_then_act.rs",
+        filtered_log: "../mistakes/lesson_04/filtered_log.rs",
+        float_weights: "../mistakes/lesson_04/float_weights.rs",
+        late_timestamp_rolls_back: "../mistakes/lesson_04/late_timestamp_rolls_back.rs",
+        previous_kept_after_a_gap: "../mistakes/lesson_04/previous_kept_after_a_gap.rs",
+        retry_at_the_next_window: "../mistakes/lesson_04/retry_at_the_next_window.rs",
+        u64_products: "../mistakes/lesson_04/u64_products.rs",
+        weight_grows_with_time: "../mistakes/lesson_04/weight_grows_with_time.rs",
+    },
+    alternatives: {
+        search_the_wait: "alternatives/lesson_04/search_the_wait.rs",
+    },
 }
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.

@@ -12,8 +12,18 @@ kata::lesson! {
     concurrent: true,
     learner: "../lessons/lesson_05.rs",
     reference: "../solutions/lesson_05.rs",
-    mistakes: {},
-    alternatives: {},
+    mistakes: {
+        clock_runs_backwards: "../mistakes/lesson_05/clock_runs_backwards.rs",
+        drops_the_fraction: "../mistakes/lesson_05/drops_the_fraction.rs",
+        float_tokens: "../mistakes/lesson_05/float_tokens.rs",
+        never_full: "../mistakes/lesson_05/never_full.rs",
+        retry_a_whole_interval: "../mistakes/lesson_05/retry_a_whole_interval.rs",
+        starts_empty: "../mistakes/lesson_05/starts_empty.rs",
+        unsynchronized: "../mistakes/lesson_05/unsynchronized.rs",
+    },
+    alternatives: {
+        full_at: "alternatives/lesson_05/full_at.rs",
+    },
 }
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.

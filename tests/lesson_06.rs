@@ -12,8 +12,18 @@ kata::lesson! {
     concurrent: true,
     learner: "../lessons/lesson_06.rs",
     reference: "../solutions/lesson_06.rs",
-    mistakes: {},
-    alternatives: {},
+    mistakes: {
+        cas_without_reload: "../mistakes/lesson_06/cas_without_reload.rs",
+        denied_pushes_the_tat: "../mistakes/lesson_06/denied_pushes_the_tat.rs",
+        load_then_store: "../mistakes/lesson_06/load_then_store.rs",
+        overflows_near_the_end: "../mistakes/lesson_06/overflows_near_the_end.rs",
+        racy_insert: "../mistakes/lesson_06/racy_insert.rs",
+        tat_from_now: "../mistakes/lesson_06/tat_from_now.rs",
+        tolerance_of_c_intervals: "../mistakes/lesson_06/tolerance_of_c_intervals.rs",
+    },
+    alternatives: {
+        sharded: "alternatives/lesson_06/sharded.rs",
+    },
     baseline: {
         TokenBucket: "../solutions/lesson_05.rs",
     },
