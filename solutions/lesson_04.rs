@@ -92,7 +92,8 @@ impl RateLimiter for SlidingCounter {
             u128::from(counts.previous),
         );
         let (w, e) = (u128::from(w), u128::from(now % self.window));
-        if c < l && p * (w - e) < (l - c) * w {
+        // A request is only counted when L − c > 0, so c never exceeds L.
+        if p * (w - e) < (l - c) * w {
             counts.current += 1;
             // More requests fit while (c + 1 + n)·W < L·W − p·(W − e).
             let room = l * w - p * (w - e);
@@ -104,11 +105,14 @@ impl RateLimiter for SlidingCounter {
         // Later in this window the previous count weighs less; in the next,
         // this window's count becomes the previous one; two windows on,
         // nothing is counted any more.
-        let wait = match self.first_fit(counts.previous, l.saturating_sub(c)) {
-            Some(at) if at > e && at < w => at - e,
-            _ => match self.first_fit(counts.current, l) {
-                Some(at) if at < w => w - e + at,
-                _ => 2 * w - e,
+        // (`first_fit` only returns instants inside a window, and this
+        // request was denied at `e`, so a fit in this window comes after `e`.)
+        let wait = match self.first_fit(counts.previous, l - c) {
+            Some(at) => at - e,
+            None => match self.first_fit(counts.current, l) {
+                Some(at) => w - e + at,
+                // Only when W = 1 ns and c = L: the wait crosses two windows.
+                None => 2 * w - e,
             },
         };
         Decision::Denied {

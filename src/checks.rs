@@ -71,6 +71,8 @@ pub struct Lesson {
 /// The implementations of one lesson compiled into its test binary.
 pub struct Implementations {
     pub learner: Variant,
+    /// The pristine stub (`lessons/stubs/`), as the learner file was at first.
+    pub stub: Variant,
     pub reference: Variant,
     pub mistakes: Vec<(&'static str, Variant)>,
     pub alternatives: Vec<(&'static str, Variant)>,
@@ -116,6 +118,7 @@ impl Lesson {
     pub fn tested(&self) -> Variant {
         match self.subject() {
             Subject::Learner => self.implementations.learner,
+            Subject::Stub => self.implementations.stub,
             Subject::Reference => self.implementations.reference,
             Subject::Mistake(name) => find(&self.implementations.mistakes, name),
             Subject::Alternative(name) => find(&self.implementations.alternatives, name),
@@ -227,6 +230,68 @@ impl Lesson {
     }
 
     // --------------------------------------------------------------- snapshots
+
+    /// One of the standard timelines, drawn and compared with its snapshot.
+    pub fn standard_snapshot(&self, name: &str) {
+        let s = crate::timeline::Standard::named(name)
+            .unwrap_or_else(|| panic!("no standard timeline is named {name:?}"));
+        self.snapshot(s.name, s.limit, s.period, s.requests);
+    }
+
+    /// Prints the subject's and the reference's answers to a timeline side by
+    /// side, the first difference marked. `which` is a standard timeline's
+    /// name, or requests in the timeline notation (`a@0 a@0 a@1`, run with
+    /// limit 3 and period 1_000 ns). Panics with the list of names otherwise.
+    pub fn print_comparison(&self, which: &str) {
+        let timeline = match crate::timeline::Standard::named(which) {
+            Some(s) => s.timeline(),
+            None if which.contains('@') => Timeline::parse(Config::new(3, 1_000), which)
+                .unwrap_or_else(|e| panic!("that timeline does not parse: {e}")),
+            None => {
+                let names: Vec<&str> = crate::timeline::STANDARD.iter().map(|s| s.name).collect();
+                panic!(
+                    "no timeline is named {which:?}. Known: {}; or give requests such as \"a@0 a@0 a@1\".",
+                    names.join(", ")
+                )
+            }
+        };
+        let reference = self.unwrap(
+            &timeline,
+            run_watched(self.implementations.reference, &timeline),
+        );
+        let mark = |yours: &[Decision]| first_difference(yours, &reference);
+        match run_watched(self.tested(), &timeline) {
+            Ok(yours) => {
+                let at = mark(&yours);
+                println!(
+                    "{}",
+                    render_compare(
+                        self.algorithm,
+                        &timeline,
+                        ("yours", "reference"),
+                        &yours,
+                        &reference,
+                        at
+                    )
+                );
+                match at {
+                    Some(i) => println!(
+                        "first difference: {}",
+                        divergence(
+                            &timeline,
+                            i,
+                            &self.whose(),
+                            &yours,
+                            "the reference",
+                            &reference
+                        )
+                    ),
+                    None => println!("no difference: your answers are the reference's."),
+                }
+            }
+            Err(stop) => println!("{} {}", self.whose(), stop.text()),
+        }
+    }
 
     /// A named timeline, drawn as a table and strip chart, compared with the
     /// committed snapshot `tests/snapshots/lesson_NN_<name>.snap`. The snapshot
@@ -406,6 +471,13 @@ impl Lesson {
                 }
             }
         });
+        let result = match result {
+            Err(TestError::Fail(reason, timeline)) if !hung.load(Ordering::Relaxed) => {
+                let (reason, timeline) = minimize(ctx, check, reason.to_string(), timeline);
+                Err(TestError::Fail(reason.into(), timeline))
+            }
+            other => other,
+        };
         match result {
             Ok(()) => {}
             Err(TestError::Fail(reason, timeline)) => panic!(
@@ -440,6 +512,40 @@ impl Lesson {
             panic!("{} ({}): {e}", self.subject(), v.path());
         }
     }
+}
+
+/// Shrinks a failing timeline further than proptest can through its
+/// generator: drops one request at a time, keeping each drop after which the
+/// check still fails. Returns the failure of the smallest timeline found.
+fn minimize(
+    ctx: Ctx,
+    check: fn(Ctx, &Timeline) -> Result<(), String>,
+    mut reason: String,
+    mut timeline: Timeline,
+) -> (String, Timeline) {
+    let fails = |t: &Timeline| -> Option<String> {
+        let t = t.clone();
+        match watched(time_limit(), |_| String::new(), move || check(ctx, &t)) {
+            Ok(Ok(())) => None,
+            Ok(Err(message)) => Some(message),
+            Err(Stop::Panicked(message)) => Some(format!("{} {message}", ctx.subject)),
+            // Not a smaller version of the same failure.
+            Err(Stop::Hung(_)) => None,
+        }
+    };
+    let mut i = 0;
+    while i < timeline.requests.len() && timeline.requests.len() > 1 {
+        let mut smaller = timeline.clone();
+        smaller.requests.remove(i);
+        match fails(&smaller) {
+            Some(message) => {
+                timeline = smaller;
+                reason = message;
+            }
+            None => i += 1,
+        }
+    }
+    (reason, timeline)
 }
 
 fn find(list: &[(&'static str, Variant)], name: &str) -> Variant {

@@ -19,6 +19,7 @@ pub mod decision;
 pub mod gen;
 pub mod models;
 pub mod render;
+pub mod runner;
 pub mod scenarios;
 pub mod source;
 pub mod subject;
@@ -44,6 +45,7 @@ pub use time::Timestamp;
 ///     limiter: ConcurrentFixedWindow,
 ///     concurrent: true,
 ///     learner: "../lessons/lesson_02.rs",
+///     stub: "../lessons/stubs/lesson_02.rs",
 ///     reference: "../solutions/lesson_02.rs",
 ///     mistakes: { reset_race: "../mistakes/lesson_02/reset_race.rs" },
 ///     alternatives: { per_key_locks: "alternatives/lesson_02/per_key_locks.rs" },
@@ -63,6 +65,7 @@ macro_rules! lesson {
         limiter: $limiter:ident,
         concurrent: $concurrent:tt,
         learner: $learner:literal,
+        stub: $stub:literal,
         reference: $reference:literal,
         mistakes: { $($mistake:ident : $mistake_file:literal),* $(,)? },
         alternatives: { $($alternative:ident : $alternative_file:literal),* $(,)? }
@@ -70,6 +73,7 @@ macro_rules! lesson {
     ) => {
         $( $crate::__variant!(false, baseline, $baseline_file, $baseline_limiter); )?
         $crate::__variant!($concurrent, learner, $learner, $limiter);
+        $crate::__variant!($concurrent, stub, $stub, $limiter);
         $crate::__variant!($concurrent, reference, $reference, $limiter);
         $( $crate::__variant!($concurrent, $mistake, $mistake_file, $limiter); )*
         $( $crate::__variant!($concurrent, $alternative, $alternative_file, $limiter); )*
@@ -85,6 +89,7 @@ macro_rules! lesson {
                     $crate::models::Algorithm::$algorithm,
                     $crate::checks::Implementations {
                         learner: learner::VARIANT,
+                        stub: stub::VARIANT,
                         reference: reference::VARIANT,
                         mistakes: vec![$((stringify!($mistake), $mistake::VARIANT)),*],
                         alternatives: vec![$((stringify!($alternative), $alternative::VARIANT)),*],
@@ -224,61 +229,34 @@ macro_rules! bucket_config_tests {
 }
 
 /// The timelines every lesson draws as snapshots (`lesson()` must be in
-/// scope): the same requests in every lesson, so that lessons can be compared
-/// drawing by drawing.
+/// scope), from [`timeline::STANDARD`], and the comparison `cargo run --
+/// compare` asks for.
 #[macro_export]
 macro_rules! snapshot_tests {
     () => {
-        /// A burst at the end of one window and the start of the next, then a
-        /// steady stream: up to 2·L within one window's length for a fixed window.
-        #[test]
-        fn timeline_boundary_burst() {
-            lesson().snapshot(
-                "boundary_burst",
-                3,
-                1_000,
-                "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
-            );
-        }
+        $crate::snapshot_tests!(
+            timeline_boundary_burst: "boundary_burst",
+            timeline_burst_then_steady: "burst_then_steady",
+            timeline_two_keys: "two_keys",
+            timeline_long_idle_gap: "long_idle_gap",
+            timeline_exact_edges: "exact_edges",
+        );
 
-        /// A burst at one instant, then one request per period.
+        /// Run by `cargo run -- compare N [TIMELINE]` (it sets `KATA_COMPARE`):
+        /// prints the learner's and the reference's answers side by side.
         #[test]
-        fn timeline_burst_then_steady() {
-            lesson().snapshot(
-                "burst_then_steady",
-                3,
-                1_000,
-                "a@0 a@0 a@0 a@0 a@1000 a@2000 a@3000 a@3500 a@4000",
-            );
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            lesson().print_comparison(&::std::env::var("KATA_COMPARE").unwrap_or_default());
         }
-
-        /// Two keys interleaved: neither changes the other's answers.
-        #[test]
-        fn timeline_two_keys() {
-            lesson().snapshot(
-                "two_keys",
-                2,
-                1_000,
-                "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
-            );
-        }
-
-        /// A long idle gap: everything before it is forgotten.
-        #[test]
-        fn timeline_long_idle_gap() {
-            lesson().snapshot(
-                "long_idle_gap",
-                2,
-                1_000,
-                "a@0 a@0 a@10 a@5000 a@5000 a@5001",
-            );
-        }
-
-        /// Requests exactly on, and one nanosecond either side of, the edges.
-        #[test]
-        fn timeline_exact_edges() {
-            lesson().snapshot("exact_edges", 1, 1_000, "a@999 a@1000 a@1999 a@2000 a@2001");
-        }
+    };
+    ($($test:ident: $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                lesson().standard_snapshot($name);
+            }
+        )*
     };
 }
 

@@ -9,6 +9,9 @@ pub enum Subject {
     Learner,
     /// `solutions/lesson_NN.rs`.
     Reference,
+    /// `lessons/stubs/lesson_NN.rs`: the learner file as it was at first,
+    /// which must fail every behavioural test.
+    Stub,
     /// `mistakes/lesson_NN/<name>.rs`: a limiter with one classic bug, which
     /// the suite must reject.
     Mistake(&'static str),
@@ -19,7 +22,7 @@ pub enum Subject {
 }
 
 impl Subject {
-    /// Reads `KATA_SUBJECT`: unset or `learner`, `reference`,
+    /// Reads `KATA_SUBJECT`: unset or `learner`, `reference`, `stub`,
     /// `mistake:<name>` for one of `mistakes`, `alternative:<name>` for one of
     /// `alternatives`.
     pub fn from_env(
@@ -41,6 +44,7 @@ impl Subject {
         match value {
             "" | "learner" => Ok(Subject::Learner),
             "reference" => Ok(Subject::Reference),
+            "stub" => Ok(Subject::Stub),
             other => {
                 let named = |prefix: &str, names: &[&'static str]| {
                     let wanted = other.strip_prefix(prefix)?;
@@ -52,7 +56,11 @@ impl Subject {
                 if let Some(a) = named("alternative:", alternatives) {
                     return Ok(Subject::Alternative(a));
                 }
-                let mut valid = vec!["learner".to_string(), "reference".to_string()];
+                let mut valid = vec![
+                    "learner".to_string(),
+                    "reference".to_string(),
+                    "stub".to_string(),
+                ];
                 valid.extend(mistakes.iter().map(|m| format!("mistake:{m}")));
                 valid.extend(alternatives.iter().map(|a| format!("alternative:{a}")));
                 Err(format!(
@@ -70,6 +78,7 @@ impl fmt::Display for Subject {
         match self {
             Subject::Learner => f.write_str("your limiter"),
             Subject::Reference => f.write_str("the reference"),
+            Subject::Stub => f.write_str("the stub"),
             Subject::Mistake(m) => write!(f, "mistake {m}"),
             Subject::Alternative(a) => write!(f, "alternative {a}"),
         }
@@ -97,7 +106,7 @@ mod tests {
         );
         let e = Subject::parse("refrence", &["x"], &["y"]).unwrap_err();
         assert!(
-            e.contains("learner, reference, mistake:x, alternative:y"),
+            e.contains("learner, reference, stub, mistake:x, alternative:y"),
             "{e}"
         );
         assert!(Subject::parse("mistake:y", &["x"], &["y"]).is_err());

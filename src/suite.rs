@@ -1,8 +1,9 @@
 //! Runs a lesson's test binary as a child process and reads its results:
 //! what the self-check (and the runner) build on.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What kind of check a test is, read from its name.
@@ -126,6 +127,8 @@ pub struct Outcome {
     pub tests: Vec<(String, bool)>,
     /// Whether libtest printed its summary (the binary built and ran).
     pub ran: bool,
+    /// Whether the run was stopped after [`run_limit`].
+    pub timed_out: bool,
     pub output: String,
     pub took: Duration,
 }
@@ -154,28 +157,60 @@ pub fn cargo() -> PathBuf {
         .unwrap_or_else(|| "cargo".into())
 }
 
+/// How long one run of a lesson's tests, build included, may take
+/// (`KATA_RUN_LIMIT_SECS`, default 600). The tests stop a learner's hang
+/// themselves; this is for what they cannot stop.
+pub fn run_limit() -> Duration {
+    let secs = std::env::var("KATA_RUN_LIMIT_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
+    Duration::from_secs(secs)
+}
+
 /// Runs `cargo test --test <lesson>` in `root` with `KATA_SUBJECT=<subject>`.
 /// Snapshots are never written (`INSTA_UPDATE=no`) and backtraces are off, so a
-/// wrong subject leaves nothing behind.
+/// wrong subject leaves nothing behind. A run past [`run_limit`] is killed.
 pub fn run(root: &Path, lesson: &str, subject: &str) -> Outcome {
+    run_with(root, lesson, subject, &[], &[])
+}
+
+/// [`run`], with further arguments for the test binary and further
+/// environment variables.
+pub fn run_with(
+    root: &Path,
+    lesson: &str,
+    subject: &str,
+    test_args: &[&str],
+    env: &[(&str, &str)],
+) -> Outcome {
     let started = Instant::now();
-    let result = Command::new(cargo())
+    let mut command = Command::new(cargo());
+    command
         .current_dir(root)
         .args([
             "test", "--quiet", "--test", lesson, "--", "--format", "pretty",
         ])
+        .args(test_args)
         .env("KATA_SUBJECT", subject)
         .env("INSTA_UPDATE", "no")
         .env("RUST_BACKTRACE", "0")
-        .output();
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let (output, timed_out) = match command.spawn() {
+        Ok(child) => collect(child, run_limit()),
+        Err(e) => (format!("could not start cargo: {e}"), false),
+    };
     let took = started.elapsed();
-    let output = match result {
-        Ok(out) => format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        Err(e) => format!("could not start cargo: {e}"),
+    let output = if timed_out {
+        format!(
+            "{output}\nstopped: `cargo test --test {lesson}` did not finish within {} s",
+            run_limit().as_secs()
+        )
+    } else {
+        output
     };
     let tests = output
         .lines()
@@ -193,9 +228,43 @@ pub fn run(root: &Path, lesson: &str, subject: &str) -> Outcome {
     Outcome {
         tests,
         ran,
+        timed_out,
         output,
         took,
     }
+}
+
+/// Waits for a child up to `limit`, reading both its outputs meanwhile (so a
+/// chatty child cannot block on a full pipe); kills it after `limit`.
+fn collect(mut child: Child, limit: Duration) -> (String, bool) {
+    fn read(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    }
+    let stdout = read(child.stdout.take());
+    let stderr = read(child.stderr.take());
+    let deadline = Instant::now() + limit;
+    let mut timed_out = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    let out = stdout.join().unwrap_or_default();
+    let err = stderr.join().unwrap_or_default();
+    (format!("{out}{err}"), timed_out)
 }
 
 #[cfg(test)]
@@ -232,6 +301,17 @@ mod tests {
                 lesson.name
             ))
             .unwrap_or_default();
+            let stub = format!(
+                "{}/lessons/stubs/{}.rs",
+                env!("CARGO_MANIFEST_DIR"),
+                lesson.name
+            );
+            assert!(
+                std::path::Path::new(&stub).exists(),
+                "{}: no stub at lessons/stubs/{}.rs",
+                lesson.name,
+                lesson.name
+            );
             for mistake in &lesson.mistakes {
                 let link = format!("../mistakes/{}/{mistake}.rs", lesson.name);
                 assert!(

@@ -148,6 +148,66 @@ impl Timeline {
     }
 }
 
+/// A timeline every lesson draws: snapshots and `cargo run -- compare` use
+/// these by name, so lessons can be compared drawing by drawing.
+#[derive(Clone, Copy, Debug)]
+pub struct Standard {
+    pub name: &'static str,
+    pub about: &'static str,
+    pub limit: u64,
+    pub period: u64,
+    pub requests: &'static str,
+}
+
+impl Standard {
+    pub fn timeline(&self) -> Timeline {
+        Timeline::parse(Config::new(self.limit, self.period), self.requests)
+            .expect("the standard timelines parse")
+    }
+
+    pub fn named(name: &str) -> Option<&'static Standard> {
+        STANDARD.iter().find(|s| s.name == name)
+    }
+}
+
+pub const STANDARD: &[Standard] = &[
+    Standard {
+        name: "boundary_burst",
+        about: "a burst at the end of one window and the start of the next: up to 2·L within one window's length for a fixed window",
+        limit: 3,
+        period: 1_000,
+        requests: "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+    },
+    Standard {
+        name: "burst_then_steady",
+        about: "a burst at one instant, then one request per period",
+        limit: 3,
+        period: 1_000,
+        requests: "a@0 a@0 a@0 a@0 a@1000 a@2000 a@3000 a@3500 a@4000",
+    },
+    Standard {
+        name: "two_keys",
+        about: "two keys interleaved: neither changes the other's answers",
+        limit: 2,
+        period: 1_000,
+        requests: "a@0 b@100 a@200 b@300 a@400 b@500 a@600 a@1100 b@1200",
+    },
+    Standard {
+        name: "long_idle_gap",
+        about: "a long idle gap: everything before it is forgotten",
+        limit: 2,
+        period: 1_000,
+        requests: "a@0 a@0 a@10 a@5000 a@5000 a@5001",
+    },
+    Standard {
+        name: "exact_edges",
+        about: "requests exactly on, and one nanosecond either side of, period edges",
+        limit: 1,
+        period: 1_000,
+        requests: "a@999 a@1000 a@1999 a@2000 a@2001",
+    },
+];
+
 /// Reads decisions in the notation `+1 +0 -999`: `+r` is allowed with `r`
 /// remaining, `-d` is denied with a retry after `d` nanoseconds.
 pub fn parse_decisions(text: &str) -> Result<Vec<Decision>, String> {

@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: FixedWindow,
     concurrent: false,
     learner: "../lessons/lesson_01.rs",
+    stub: "../lessons/stubs/lesson_01.rs",
     reference: "../solutions/lesson_01.rs",
     mistakes: {
         aligned_to_first_request: "../mistakes/lesson_01/aligned_to_first_request.rs",

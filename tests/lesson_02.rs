@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: ConcurrentFixedWindow,
     concurrent: true,
     learner: "../lessons/lesson_02.rs",
+    stub: "../lessons/stubs/lesson_02.rs",
     reference: "../solutions/lesson_02.rs",
     mistakes: {
         aligned_to_first_request: "../mistakes/lesson_02/aligned_to_first_request.rs",

@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: SlidingLog,
     concurrent: true,
     learner: "../lessons/lesson_03.rs",
+    stub: "../lessons/stubs/lesson_03.rs",
     reference: "../solutions/lesson_03.rs",
     mistakes: {
         check_then_act: "../mistakes/lesson_03/check_then_act.rs",

@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: SlidingCounter,
     concurrent: true,
     learner: "../lessons/lesson_04.rs",
+    stub: "../lessons/stubs/lesson_04.rs",
     reference: "../solutions/lesson_04.rs",
     mistakes: {
         check_then_act: "../mistakes/lesson_04/check_then_act.rs",

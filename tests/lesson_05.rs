@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: TokenBucket,
     concurrent: true,
     learner: "../lessons/lesson_05.rs",
+    stub: "../lessons/stubs/lesson_05.rs",
     reference: "../solutions/lesson_05.rs",
     mistakes: {
         clock_runs_backwards: "../mistakes/lesson_05/clock_runs_backwards.rs",

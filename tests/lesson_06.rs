@@ -11,6 +11,7 @@ kata::lesson! {
     limiter: Gcra,
     concurrent: true,
     learner: "../lessons/lesson_06.rs",
+    stub: "../lessons/stubs/lesson_06.rs",
     reference: "../solutions/lesson_06.rs",
     mistakes: {
         cas_without_reload: "../mistakes/lesson_06/cas_without_reload.rs",

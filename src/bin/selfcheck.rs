@@ -1,6 +1,7 @@
 //! The kata checks itself: every lesson's suite must pass the reference and
-//! the correct alternatives, fail every behavioural test of the stub, and
-//! catch every mistake of the gallery.
+//! the correct alternatives, fail every behavioural test of the stub
+//! (`lessons/stubs/`, whatever the learner file holds now), and catch every
+//! mistake of the gallery.
 //!
 //! `cargo run --bin selfcheck` (all lessons) or `cargo run --bin selfcheck -- 2 3`.
 //! Prints a table (lesson × subject → verdict) and ends with
@@ -114,7 +115,7 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
 fn subjects(lesson: &LessonFiles) -> Vec<(String, Expect)> {
     let mut list = vec![
         ("reference".to_string(), Expect::Pass),
-        ("learner".to_string(), Expect::FailAll),
+        ("stub".to_string(), Expect::FailAll),
     ];
     list.extend(
         lesson
@@ -221,11 +222,7 @@ fn main() -> ExitCode {
         progress(i, plan.len(), &format!("{} {subject}", lesson.name));
         let outcome = suite::run(root, &lesson.name, subject);
         let (ok, detail) = judge(*expect, &outcome);
-        let shown = if subject == "learner" {
-            "learner (the stub)".to_string()
-        } else {
-            subject.clone()
-        };
+        let shown = subject.clone();
         rows.push(Row {
             lesson: lesson.name.clone(),
             subject: shown,

@@ -1,0 +1,490 @@
+//! The runner: `cargo run` guides a learner through the kata.
+//!
+//! With no arguments it shows every lesson's state and the next step; the
+//! subcommands run, watch, compare, hint, reset and report. Every state comes
+//! from running the lessons' tests, never from a progress file.
+
+use std::io::{BufRead, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use kata::runner::{self, Entry, LessonReport, Report, State};
+use kata::suite::{self, Outcome};
+use notify::Watcher;
+
+#[derive(Parser)]
+#[command(
+    name = "cargo run --",
+    about = "The ratelimit kata: build rate limiters lesson by lesson.",
+    long_about = "The ratelimit kata: build rate limiters lesson by lesson.\n\n\
+                  With no command: every lesson's state and what to do next."
+)]
+struct Cli {
+    /// The kata's folder (default: this one).
+    #[arg(long, global = true, env = "KATA_ROOT", hide_env = true)]
+    root: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Re-run a lesson's tests whenever its file is saved (or on Enter); q quits.
+    Watch {
+        /// The lesson's number (default: the first one not passed).
+        lesson: Option<u32>,
+    },
+    /// Run one lesson's tests and sum them up by kind of check.
+    Test {
+        lesson: u32,
+        /// Show every failing check's whole message.
+        #[arg(long)]
+        details: bool,
+    },
+    /// Show the next hint of a lesson (one more each time).
+    Hint { lesson: u32 },
+    /// Your answers next to the reference's, for a named timeline or your own
+    /// requests ("a@0 a@0 a@1"); the first difference is marked.
+    Compare {
+        lesson: u32,
+        /// boundary_burst (default), burst_then_steady, two_keys,
+        /// long_idle_gap, exact_edges, or requests like "a@0 a@0 a@1".
+        timeline: Option<String>,
+    },
+    /// Put the lesson's stub back, keeping your file as lessons/lesson_NN.rs.orig.
+    Reset { lesson: u32 },
+    /// Every lesson's state and failing checks, for instructors.
+    Report {
+        /// As JSON (schema in the README, "The runner's report").
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Colour only on a terminal, and never when NO_COLOR is set.
+fn paint(text: &str, code: &str) -> String {
+    let on = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    if on {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn painted_state(state: &State, line: &str) -> String {
+    match state {
+        State::Passed => paint(line, "32"),
+        State::NotStarted => paint(line, "2"),
+        _ => paint(line, "31"),
+    }
+}
+
+/// A failure of the command itself: a message and exit code 2.
+struct Refusal(String);
+
+type Done = Result<ExitCode, Refusal>;
+
+fn find(lessons: &[Entry], number: u32) -> Result<&Entry, Refusal> {
+    lessons.iter().find(|l| l.number == number).ok_or_else(|| {
+        let known: Vec<String> = lessons.iter().map(|l| l.number.to_string()).collect();
+        Refusal(format!(
+            "there is no lesson {number}; the lessons are {}",
+            known.join(", ")
+        ))
+    })
+}
+
+fn untouched(root: &Path, entry: &Entry) -> bool {
+    match (
+        std::fs::read(entry.file(root)),
+        std::fs::read(entry.stub(root)),
+    ) {
+        (Ok(mine), Ok(stub)) => mine == stub,
+        _ => false,
+    }
+}
+
+fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
+    let outcome = suite::run(root, &entry.name, "learner");
+    (runner::assess(&outcome, untouched(root, entry)), outcome)
+}
+
+fn spinner(message: String) -> ProgressBar {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_message(message);
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+/// Every lesson's state, with a progress bar while the tests run.
+fn survey(root: &Path, lessons: &[Entry]) -> Vec<(State, Outcome)> {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(lessons.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg}")
+            .expect("a valid template")
+            .progress_chars("#>-"),
+    );
+    let states = lessons
+        .iter()
+        .map(|entry| {
+            bar.set_message(format!("testing {}", entry.name));
+            let result = run_lesson(root, entry);
+            bar.inc(1);
+            result
+        })
+        .collect();
+    bar.finish_and_clear();
+    states
+}
+
+fn status(root: &Path, lessons: &[Entry]) -> Done {
+    if lessons.is_empty() {
+        return Err(Refusal(format!(
+            "no lessons found under {} (tests/lesson_NN.rs)",
+            root.display()
+        )));
+    }
+    let states = survey(root, lessons);
+    println!("ratelimit kata: {} lessons\n", lessons.len());
+    let width = lessons.iter().map(|l| l.title.len()).max().unwrap_or(0);
+    for (entry, (state, outcome)) in lessons.iter().zip(&states) {
+        let line = runner::one_line(state, outcome);
+        println!(
+            "  {:02}  {:<width$}  {}",
+            entry.number,
+            entry.title,
+            painted_state(state, &line)
+        );
+    }
+    let passed = states.iter().filter(|(s, _)| *s == State::Passed).count();
+    let filled = 30 * passed / lessons.len();
+    println!(
+        "\n  [{}{}] {passed} of {} lessons passed\n",
+        "#".repeat(filled),
+        "-".repeat(30 - filled),
+        lessons.len()
+    );
+    match lessons
+        .iter()
+        .zip(&states)
+        .find(|(_, (s, _))| *s != State::Passed)
+    {
+        None => println!("Every lesson passes. Well done."),
+        Some((entry, (state, _))) => {
+            let verb = if *state == State::NotStarted {
+                "Start"
+            } else {
+                "Continue"
+            };
+            println!(
+                "Next: {verb} lesson {:02}. Read lessons/{}.md, edit lessons/{}.rs, and run\n  cargo run -- watch {}\nto re-run its tests each time you save (cargo run -- hint {} when stuck).",
+                entry.number, entry.name, entry.name, entry.number, entry.number
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One lesson's summary; the exit code says whether it passed.
+fn summarize(root: &Path, entry: &Entry, details: bool) -> ExitCode {
+    let bar = spinner(format!("running the tests of {}", entry.name));
+    let (state, outcome) = run_lesson(root, entry);
+    bar.finish_and_clear();
+    println!(
+        "lesson {:02}, {}: {}",
+        entry.number,
+        entry.title,
+        painted_state(&state, &runner::one_line(&state, &outcome))
+    );
+    match &state {
+        State::DoesNotCompile(errors) => {
+            println!("\nlessons/{}.rs does not compile:\n\n{errors}", entry.name);
+            return ExitCode::FAILURE;
+        }
+        State::TimedOut => {
+            println!(
+                "\nthe tests did not finish within {} s: look for a loop that never ends outside any lock or atomic.",
+                suite::run_limit().as_secs()
+            );
+            return ExitCode::FAILURE;
+        }
+        _ => {}
+    }
+    for (kind, (failed, total)) in runner::by_kind(&outcome) {
+        let mark = if failed == 0 { "ok  " } else { "FAIL" };
+        println!(
+            "  {mark}  {:<14} {} of {total} passed",
+            runner::kind_label(kind),
+            total - failed
+        );
+    }
+    if state == State::Passed {
+        return ExitCode::SUCCESS;
+    }
+    if details {
+        println!("\n{}", runner::failure_details(&outcome.output));
+    } else if let Some(first) = runner::first_failure(&outcome.output, 30) {
+        println!("\nfirst failure:\n{first}");
+    }
+    ExitCode::FAILURE
+}
+
+fn hint(root: &Path, entry: &Entry) -> Done {
+    let text = std::fs::read_to_string(entry.text(root))
+        .map_err(|e| Refusal(format!("cannot read lessons/{}.md: {e}", entry.name)))?;
+    let all = runner::hints(&text);
+    if all.is_empty() {
+        return Err(Refusal(format!("lessons/{}.md has no hints", entry.name)));
+    }
+    let shown = runner::hints_shown(root, &entry.name);
+    let next = shown.min(all.len() - 1);
+    let hint = &all[next];
+    println!(
+        "{} ({} of {})\n\n{}",
+        hint.title,
+        next + 1,
+        all.len(),
+        hint.text
+    );
+    if next + 1 < all.len() {
+        println!("\n(run the same command again for the next hint)");
+    } else {
+        println!("\n(that was the last hint)");
+    }
+    runner::remember_hints_shown(root, &entry.name, next + 1)
+        .map_err(|e| Refusal(format!("cannot remember the hints shown: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
+    let which = timeline.unwrap_or_else(|| "boundary_burst".into());
+    if !which.contains('@') && kata::timeline::Standard::named(&which).is_none() {
+        let names: Vec<&str> = kata::timeline::STANDARD.iter().map(|s| s.name).collect();
+        return Err(Refusal(format!(
+            "no timeline is named {which:?}; the named ones are {}, or give requests such as \"a@0 a@0 a@1\"",
+            names.join(", ")
+        )));
+    }
+    let bar = spinner(format!("running {} on {which}", entry.name));
+    let outcome = suite::run_with(
+        root,
+        &entry.name,
+        "learner",
+        &[
+            "--ignored",
+            "--exact",
+            "compare_with_reference",
+            "--nocapture",
+        ],
+        &[("KATA_COMPARE", &which)],
+    );
+    bar.finish_and_clear();
+    if !outcome.ran {
+        return Err(Refusal(format!(
+            "lessons/{}.rs does not compile:\n\n{}",
+            entry.name,
+            runner::compiler_errors(&outcome.output)
+        )));
+    }
+    let text: Vec<&str> = outcome
+        .output
+        .lines()
+        .filter(|l| {
+            !(l.starts_with("running ")
+                || l.starts_with("test ")
+                || l.starts_with("test result:")
+                || l.trim() == ".")
+        })
+        .collect();
+    println!("{}", text.join("\n").trim());
+    let differs = outcome.output.contains("\nfirst difference: ");
+    Ok(if differs || outcome.failed().next().is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn reset(root: &Path, entry: &Entry) -> Done {
+    let file = entry.file(root);
+    let stub = std::fs::read(entry.stub(root)).map_err(|e| {
+        Refusal(format!(
+            "cannot read the stub lessons/stubs/{}.rs: {e}",
+            entry.name
+        ))
+    })?;
+    let backup = file.with_extension("rs.orig");
+    if file.exists() {
+        std::fs::copy(&file, &backup)
+            .map_err(|e| Refusal(format!("cannot keep a backup at {}: {e}", backup.display())))?;
+        println!("your file is kept at lessons/{}.rs.orig", entry.name);
+    }
+    std::fs::write(&file, stub)
+        .map_err(|e| Refusal(format!("cannot write lessons/{}.rs: {e}", entry.name)))?;
+    println!("lessons/{}.rs is the stub again", entry.name);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report(root: &Path, lessons: &[Entry], json: bool) -> Done {
+    let states = survey(root, lessons);
+    let report = Report {
+        schema: runner::REPORT_SCHEMA,
+        lessons: lessons
+            .iter()
+            .zip(&states)
+            .map(|(entry, (state, outcome))| LessonReport::new(entry, state, outcome))
+            .collect(),
+    };
+    if json {
+        let text = serde_json::to_string_pretty(&report)
+            .map_err(|e| Refusal(format!("cannot write the report: {e}")))?;
+        println!("{text}");
+    } else {
+        for lesson in &report.lessons {
+            println!("{:02} {:<18} {}", lesson.number, lesson.state, lesson.title);
+            for check in &lesson.failing {
+                println!("     {:<9} {}", check.kind, check.name);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What wakes the watcher up.
+enum Wake {
+    Saved,
+    Enter,
+    Quit,
+}
+
+fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
+    let entry = match number {
+        Some(n) => find(lessons, n)?.clone(),
+        None => {
+            let states = survey(root, lessons);
+            match lessons
+                .iter()
+                .zip(&states)
+                .find(|(_, (s, _))| *s != State::Passed)
+            {
+                Some((entry, _)) => entry.clone(),
+                None => {
+                    println!("Every lesson passes: nothing to watch.");
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    let file = entry.file(root);
+    let saved = tx.clone();
+    let watched_name = file.file_name().map(|n| n.to_os_string());
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            let ours = event.paths.iter().any(|p| {
+                p.file_name().map(|n| n.to_os_string()) == watched_name
+                    || p.ends_with(".kata-watch-probe")
+            });
+            if ours && (event.kind.is_modify() || event.kind.is_create()) {
+                let _ = saved.send(Wake::Saved);
+            }
+        }
+    })
+    .ok();
+    let dir = root.join("lessons");
+    let watching = watcher
+        .as_mut()
+        .is_some_and(|w| w.watch(&dir, notify::RecursiveMode::NonRecursive).is_ok());
+    // Probe: do file events arrive here at all? (Not on some network file systems.)
+    let events_arrive = watching && {
+        let probe = dir.join(".kata-watch-probe");
+        let _ = std::fs::write(&probe, "probe");
+        let arrived = matches!(rx.recv_timeout(Duration::from_secs(2)), Ok(Wake::Saved));
+        let _ = std::fs::remove_file(&probe);
+        while rx.try_recv().is_ok() {}
+        arrived
+    };
+    let keys = tx;
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let wake = match line {
+                Ok(l) if l.trim() == "q" => Wake::Quit,
+                Ok(_) => Wake::Enter,
+                Err(_) => Wake::Quit,
+            };
+            let quit = matches!(wake, Wake::Quit);
+            if keys.send(wake).is_err() || quit {
+                return;
+            }
+        }
+        let _ = keys.send(Wake::Quit);
+    });
+    if events_arrive {
+        println!(
+            "watching lessons/{}.rs: the tests run again each time you save it (Enter re-runs, q quits)",
+            entry.name
+        );
+    } else {
+        println!(
+            "file events do not arrive here (a network file system?): press Enter to re-run the tests of lesson {:02}, q to quit",
+            entry.number
+        );
+    }
+    let mut last = summarize(root, &entry, false);
+    loop {
+        match rx.recv() {
+            Ok(Wake::Saved) | Ok(Wake::Enter) => {
+                // A save often arrives as several events: take them as one.
+                std::thread::sleep(Duration::from_millis(150));
+                while let Ok(wake) = rx.try_recv() {
+                    if matches!(wake, Wake::Quit) {
+                        return Ok(last);
+                    }
+                }
+                println!("\n----");
+                last = summarize(root, &entry, false);
+            }
+            Ok(Wake::Quit) | Err(_) => return Ok(last),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let root = cli
+        .root
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let lessons = runner::lessons(&root);
+    let done = match cli.command {
+        None => status(&root, &lessons),
+        Some(Command::Watch { lesson }) => watch(&root, &lessons, lesson),
+        Some(Command::Test { lesson, details }) => {
+            find(&lessons, lesson).map(|entry| summarize(&root, entry, details))
+        }
+        Some(Command::Hint { lesson }) => find(&lessons, lesson).and_then(|e| hint(&root, e)),
+        Some(Command::Compare { lesson, timeline }) => {
+            find(&lessons, lesson).and_then(|e| compare(&root, e, timeline))
+        }
+        Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
+        Some(Command::Report { json }) => report(&root, &lessons, json),
+    };
+    match done {
+        Ok(code) => code,
+        Err(Refusal(message)) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

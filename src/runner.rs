@@ -1,0 +1,420 @@
+//! What the runner (`cargo run`) knows: the lessons on disk, the state of a
+//! lesson derived from a run of its tests, its hints, and how to say all that
+//! briefly. Nothing here is remembered between runs except which hints were
+//! shown: a lesson's state always comes from its files and its tests.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::suite::{self, Kind, Outcome};
+
+/// One lesson as the runner shows it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub number: u32,
+    /// `lesson_02`
+    pub name: String,
+    /// From the first heading of the lesson text.
+    pub title: String,
+}
+
+impl Entry {
+    pub fn text(&self, root: &Path) -> PathBuf {
+        root.join("lessons").join(format!("{}.md", self.name))
+    }
+
+    pub fn file(&self, root: &Path) -> PathBuf {
+        root.join("lessons").join(format!("{}.rs", self.name))
+    }
+
+    pub fn stub(&self, root: &Path) -> PathBuf {
+        root.join("lessons")
+            .join("stubs")
+            .join(format!("{}.rs", self.name))
+    }
+}
+
+/// Every lesson with a test file, in order, titled from its text
+/// (`# Lesson 02 — The concurrent fixed window`).
+pub fn lessons(root: &Path) -> Vec<Entry> {
+    suite::lessons(root)
+        .into_iter()
+        .map(|l| {
+            let text = std::fs::read_to_string(root.join("lessons").join(format!("{}.md", l.name)))
+                .unwrap_or_default();
+            let title = text
+                .lines()
+                .find_map(|line| line.strip_prefix("# "))
+                .map(|h| h.split_once(" — ").map_or(h, |(_, t)| t).trim().to_string())
+                .unwrap_or_else(|| l.name.clone());
+            Entry {
+                number: l.number,
+                name: l.name,
+                title,
+            }
+        })
+        .collect()
+}
+
+/// Where a learner stands in one lesson.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// The learner file is still the stub.
+    NotStarted,
+    /// The lesson's tests do not build; the compiler's errors, each once.
+    DoesNotCompile(String),
+    /// The run was stopped after its time limit.
+    TimedOut,
+    /// Some checks fail.
+    Failing,
+    Passed,
+}
+
+impl State {
+    pub fn id(&self) -> &'static str {
+        match self {
+            State::NotStarted => "not_started",
+            State::DoesNotCompile(_) => "does_not_compile",
+            State::TimedOut => "timed_out",
+            State::Failing => "failing",
+            State::Passed => "passed",
+        }
+    }
+}
+
+/// The state a run shows. `untouched` is whether the learner file is still
+/// byte for byte the stub.
+pub fn assess(outcome: &Outcome, untouched: bool) -> State {
+    if outcome.timed_out {
+        State::TimedOut
+    } else if !outcome.ran {
+        State::DoesNotCompile(compiler_errors(&outcome.output))
+    } else if untouched {
+        State::NotStarted
+    } else if outcome.failed().next().is_none() && !outcome.tests.is_empty() {
+        State::Passed
+    } else {
+        State::Failing
+    }
+}
+
+/// What learners call each kind of check.
+pub fn kind_label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Example => "examples",
+        Kind::Config => "configuration",
+        Kind::Property => "properties",
+        Kind::Snapshot => "snapshots",
+        Kind::Loom => "races (loom)",
+        Kind::Source => "imports",
+    }
+}
+
+/// Per kind of check: how many failed, of how many.
+pub fn by_kind(outcome: &Outcome) -> BTreeMap<Kind, (usize, usize)> {
+    let mut counts = BTreeMap::new();
+    for (name, ok) in &outcome.tests {
+        let entry = counts.entry(Kind::of(name)).or_insert((0, 0));
+        entry.1 += 1;
+        if !ok {
+            entry.0 += 1;
+        }
+    }
+    counts
+}
+
+/// `failing 3 of 30: properties 2, races (loom) 1`
+pub fn one_line(state: &State, outcome: &Outcome) -> String {
+    match state {
+        State::NotStarted => "not started".into(),
+        State::DoesNotCompile(_) => "does not compile".into(),
+        State::TimedOut => "did not finish in time".into(),
+        State::Passed => format!("passed ({} checks)", outcome.tests.len()),
+        State::Failing => {
+            let parts: Vec<String> = by_kind(outcome)
+                .into_iter()
+                .filter(|(_, (failed, _))| *failed > 0)
+                .map(|(kind, (failed, _))| format!("{} {failed}", kind_label(kind)))
+                .collect();
+            format!(
+                "failing {} of {}: {}",
+                outcome.failed().count(),
+                outcome.tests.len(),
+                parts.join(", ")
+            )
+        }
+    }
+}
+
+/// The compiler's error messages, each once. The lesson file is compiled twice
+/// (over std and over loom), so most errors come in pairs that differ only in
+/// the backend's name.
+pub fn compiler_errors(output: &str) -> String {
+    let mut blocks: Vec<String> = Vec::new();
+    let mut current: Option<String> = None;
+    for line in output.lines() {
+        let starts = line.starts_with("error") || line.starts_with("warning");
+        if starts || line.is_empty() {
+            if let Some(block) = current.take() {
+                blocks.push(block);
+            }
+        }
+        if starts {
+            current = Some(String::new());
+        }
+        if let Some(block) = current.as_mut() {
+            block.push_str(&crate::watchdog::tidy_path(line));
+            block.push('\n');
+        }
+    }
+    blocks.extend(current);
+    let mut seen: Vec<String> = Vec::new();
+    let mut kept: Vec<&String> = Vec::new();
+    for block in &blocks {
+        let is_error = block.starts_with("error");
+        let summary = block.starts_with("error: could not compile")
+            || block.starts_with("error: aborting")
+            || block.starts_with("warning: build failed");
+        let same = block
+            .replace("loom_backend", "std_backend")
+            .replace("on_loom", "on_std");
+        if is_error && !summary && !seen.contains(&same) {
+            seen.push(same);
+            kept.push(block);
+        }
+    }
+    if kept.is_empty() {
+        return output.trim().to_string();
+    }
+    let mut text: String = kept.iter().map(|b| format!("{b}\n")).collect();
+    text.push_str(&format!(
+        "{} error{} (each shown once, although the file is compiled twice: over std and over loom)",
+        kept.len(),
+        if kept.len() == 1 { "" } else { "s" }
+    ));
+    text
+}
+
+/// The failure messages of the failed tests, as libtest printed them.
+pub fn failure_details(output: &str) -> String {
+    let start = output.find("\nfailures:\n").map(|i| i + 1);
+    let Some(start) = start else {
+        return String::new();
+    };
+    let rest = &output[start + "failures:\n".len()..];
+    let end = rest.find("\nfailures:\n").unwrap_or(rest.len());
+    rest[..end]
+        .lines()
+        .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_string()
+}
+
+/// The message of the first failed test, at most `lines` lines.
+pub fn first_failure(output: &str, lines: usize) -> Option<String> {
+    let details = failure_details(output);
+    let first = details.split("\n---- ").next()?.trim();
+    if first.is_empty() {
+        return None;
+    }
+    let mut shown: Vec<&str> = first.lines().take(lines).collect();
+    if first.lines().count() > lines {
+        shown.push("... (`cargo run -- test N --details` shows everything)");
+    }
+    Some(shown.join("\n"))
+}
+
+/// A hint: its title and its text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hint {
+    pub title: String,
+    pub text: String,
+}
+
+/// The hints of a lesson text: its `<details><summary>Hint N: title</summary>`
+/// blocks, in order. The lesson text is their only source.
+pub fn hints(text: &str) -> Vec<Hint> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(open) = rest.find("<details><summary>") {
+        let after = &rest[open + "<details><summary>".len()..];
+        let Some(title_end) = after.find("</summary>") else {
+            break;
+        };
+        let title = after[..title_end].trim().to_string();
+        let body = &after[title_end + "</summary>".len()..];
+        let body_end = body.find("</details>").unwrap_or(body.len());
+        found.push(Hint {
+            title,
+            text: body[..body_end].trim().to_string(),
+        });
+        rest = &body[body_end..];
+    }
+    found
+}
+
+/// Which hints of a lesson were shown, kept in `.kata/hints/` (the only thing
+/// the runner remembers).
+pub fn hints_shown(root: &Path, lesson: &str) -> usize {
+    std::fs::read_to_string(root.join(".kata").join("hints").join(lesson))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+pub fn remember_hints_shown(root: &Path, lesson: &str, shown: usize) -> std::io::Result<()> {
+    let dir = root.join(".kata").join("hints");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(lesson), shown.to_string())
+}
+
+/// The instructors' report: every lesson's state and failing checks.
+/// Its schema is documented in the README ("The runner's report").
+#[derive(Serialize, Debug)]
+pub struct Report {
+    pub schema: &'static str,
+    pub lessons: Vec<LessonReport>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct LessonReport {
+    pub number: u32,
+    pub name: String,
+    pub title: String,
+    /// `not_started`, `does_not_compile`, `timed_out`, `failing` or `passed`.
+    pub state: &'static str,
+    pub checks: usize,
+    pub failed: usize,
+    pub failing: Vec<FailingCheck>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct FailingCheck {
+    pub name: String,
+    /// `example`, `config`, `property`, `snapshot`, `loom` or `source`.
+    pub kind: &'static str,
+}
+
+pub const REPORT_SCHEMA: &str = "ratelimit-kata/report/1";
+
+impl LessonReport {
+    pub fn new(entry: &Entry, state: &State, outcome: &Outcome) -> LessonReport {
+        LessonReport {
+            number: entry.number,
+            name: entry.name.clone(),
+            title: entry.title.clone(),
+            state: state.id(),
+            checks: outcome.tests.len(),
+            failed: outcome.failed().count(),
+            failing: outcome
+                .failed()
+                .map(|name| FailingCheck {
+                    name: name.to_string(),
+                    kind: Kind::of(name).name(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn outcome(tests: &[(&str, bool)], ran: bool, output: &str) -> Outcome {
+        Outcome {
+            tests: tests.iter().map(|(n, ok)| (n.to_string(), *ok)).collect(),
+            ran,
+            timed_out: false,
+            output: output.into(),
+            took: Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn states_from_runs() {
+        let passed = outcome(&[("examples::case_1", true)], true, "");
+        assert_eq!(assess(&passed, false), State::Passed);
+        assert_eq!(assess(&passed, true), State::NotStarted);
+        let failing = outcome(
+            &[
+                ("examples::case_1", false),
+                ("loom_new_key", false),
+                ("keeps_the_limit", true),
+            ],
+            true,
+            "",
+        );
+        assert_eq!(assess(&failing, false), State::Failing);
+        assert_eq!(
+            one_line(&State::Failing, &failing),
+            "failing 2 of 3: examples 1, races (loom) 1"
+        );
+        let broken = outcome(
+            &[],
+            false,
+            "error[E0308]: mismatched types\n --> lessons/lesson_02.rs:3:5\n",
+        );
+        assert!(
+            matches!(assess(&broken, false), State::DoesNotCompile(e) if e.contains("lesson_02.rs:3"))
+        );
+    }
+
+    #[test]
+    fn compiler_errors_are_shown_once() {
+        let output = "error[E0308]: mismatched types\n --> lessons/lesson_02.rs:9:5\n  | expected `std_backend::Mutex<u64>`\n\n\
+                      error[E0308]: mismatched types\n --> lessons/lesson_02.rs:9:5\n  | expected `loom_backend::Mutex<u64>`\n\n\
+                      error[E0425]: cannot find value `x`\n --> lessons/lesson_02.rs:12:1\n\n\
+                      error: could not compile `ratelimit-kata` (test \"lesson_02\") due to 3 previous errors\n";
+        let shown = compiler_errors(output);
+        assert_eq!(shown.matches("E0308").count(), 1, "{shown}");
+        assert_eq!(shown.matches("E0425").count(), 1, "{shown}");
+        assert!(!shown.contains("could not compile"), "{shown}");
+        assert!(shown.contains("2 errors"), "{shown}");
+    }
+
+    #[test]
+    fn hints_come_from_details_blocks() {
+        let text = "# Lesson 09 — X\n\n<details><summary>Hint 1: a</summary>\n\nfirst\n\n</details>\n\n<details><summary>Hint 2: b</summary>\nsecond\n</details>\n";
+        let found = hints(text);
+        assert_eq!(found.len(), 2);
+        assert_eq!(
+            found[0],
+            Hint {
+                title: "Hint 1: a".into(),
+                text: "first".into()
+            }
+        );
+        assert_eq!(found[1].text, "second");
+    }
+
+    #[test]
+    fn failure_details_are_cut_from_libtest_output() {
+        let output = "running 2 tests\ntest a ... FAILED\n\nfailures:\n\n---- a stdout ----\nboom at x.rs:3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    a\n\ntest result: FAILED.";
+        let details = failure_details(output);
+        assert!(details.starts_with("---- a stdout ----"), "{details}");
+        assert!(details.contains("boom at x.rs:3"));
+        assert!(!details.contains("RUST_BACKTRACE"));
+        assert!(first_failure(output, 5).unwrap().contains("boom"));
+    }
+
+    #[test]
+    fn this_kata_s_lessons_have_titles_and_hints() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let found = lessons(root);
+        assert!(found.len() >= 3);
+        assert_eq!(
+            found[0].title,
+            "The naive counter (a fixed window for one thread)"
+        );
+        for entry in &found {
+            let text = std::fs::read_to_string(entry.text(root)).unwrap();
+            assert!(hints(&text).len() >= 3, "{} has too few hints", entry.name);
+        }
+    }
+}
