@@ -59,6 +59,9 @@ struct Ctx {
 
 /// A lesson's implementations and which of them is under test.
 pub struct Lesson {
+    /// The folder of the package whose tests these are (snapshots live in
+    /// its `tests/snapshots`).
+    pub root: &'static str,
     pub number: u32,
     pub title: &'static str,
     /// The learner-facing type, for messages (`ConcurrentFixedWindow`).
@@ -83,6 +86,7 @@ pub struct Implementations {
 
 impl Lesson {
     pub fn new(
+        root: &'static str,
         number: u32,
         title: &'static str,
         limiter: &'static str,
@@ -96,6 +100,7 @@ impl Lesson {
             &names(&implementations.alternatives),
         );
         Lesson {
+            root,
             number,
             title,
             limiter,
@@ -312,9 +317,9 @@ impl Lesson {
         );
         let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
         let snapshot = format!("lesson_{:02}_{name}", self.number);
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/snapshots");
+        let dir = format!("{}/tests/snapshots", self.root);
         let mut settings = insta::Settings::clone_current();
-        settings.set_snapshot_path(dir);
+        settings.set_snapshot_path(&dir);
         settings.set_prepend_module_to_snapshot(false);
         settings.set_omit_expression(true);
         settings.set_description(format!("{timeline:?}"));

@@ -83,6 +83,7 @@ macro_rules! lesson {
             static LESSON: ::std::sync::OnceLock<$crate::Lesson> = ::std::sync::OnceLock::new();
             LESSON.get_or_init(|| {
                 $crate::Lesson::new(
+                    env!("CARGO_MANIFEST_DIR"),
                     $number,
                     $title,
                     stringify!($limiter),

@@ -446,15 +446,15 @@ fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
     loop {
         match rx.recv() {
             Ok(Wake::Saved) | Ok(Wake::Enter) => {
-                // A save often arrives as several events: take them as one.
+                // A save often arrives as several events: take them as one
+                // run, and quit after it if q came meanwhile.
                 std::thread::sleep(Duration::from_millis(150));
-                while let Ok(wake) = rx.try_recv() {
-                    if matches!(wake, Wake::Quit) {
-                        return Ok(last);
-                    }
-                }
+                let quit = rx.try_iter().any(|wake| matches!(wake, Wake::Quit));
                 println!("\n----");
                 last = summarize(root, &entry, false);
+                if quit {
+                    return Ok(last);
+                }
             }
             Ok(Wake::Quit) | Err(_) => return Ok(last),
         }

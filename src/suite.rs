@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// What kind of check a test is, read from its name.
@@ -199,6 +200,10 @@ pub fn run_with(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Its own process group, so that a run past the limit can be stopped
+    // whole: cargo and the test binary it started.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let (output, timed_out) = match command.spawn() {
         Ok(child) => collect(child, run_limit()),
         Err(e) => (format!("could not start cargo: {e}"), false),
@@ -237,14 +242,16 @@ pub fn run_with(
 /// Waits for a child up to `limit`, reading both its outputs meanwhile (so a
 /// chatty child cannot block on a full pipe); kills it after `limit`.
 fn collect(mut child: Child, limit: Duration) -> (String, bool) {
-    fn read(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    fn read(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut text = String::new();
             if let Some(mut pipe) = pipe {
                 let _ = pipe.read_to_string(&mut text);
             }
-            text
-        })
+            let _ = tx.send(text);
+        });
+        rx
     }
     let stdout = read(child.stdout.take());
     let stderr = read(child.stderr.take());
@@ -254,6 +261,12 @@ fn collect(mut child: Child, limit: Duration) -> (String, bool) {
         match child.try_wait() {
             Ok(Some(_)) | Err(_) => break,
             Ok(None) if Instant::now() >= deadline => {
+                // The whole group: cargo, and the test binary it started,
+                // which would otherwise run on, holding our pipes open.
+                #[cfg(unix)]
+                let _ = Command::new("kill")
+                    .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+                    .status();
                 let _ = child.kill();
                 let _ = child.wait();
                 timed_out = true;
@@ -262,8 +275,10 @@ fn collect(mut child: Child, limit: Duration) -> (String, bool) {
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    let out = stdout.join().unwrap_or_default();
-    let err = stderr.join().unwrap_or_default();
+    // Anything that outlived the kill must not keep us waiting for its output.
+    let grace = Duration::from_secs(5);
+    let out = stdout.recv_timeout(grace).unwrap_or_default();
+    let err = stderr.recv_timeout(grace).unwrap_or_default();
     (format!("{out}{err}"), timed_out)
 }
 

@@ -163,31 +163,43 @@ fn main() -> ExitCode {
     let mut rows: Vec<Row> = Vec::new();
 
     eprintln!("building the harness and every lesson's tests ...");
-    let unit_started = Instant::now();
-    let unit = Command::new(suite::cargo())
-        .current_dir(root)
-        .args(["test", "--quiet", "--lib", "--no-fail-fast"])
-        .env("RUST_BACKTRACE", "0")
-        .output();
-    let unit_ok = matches!(&unit, Ok(out) if out.status.success());
-    if let (false, Ok(out)) = (unit_ok, &unit) {
-        eprintln!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    // The harness's own unit tests, and the runner driven on its fixtures.
+    for (what, args) in [
+        (
+            "unit tests (cargo test --lib)",
+            &["test", "--quiet", "--lib"][..],
+        ),
+        (
+            "runner (cargo test --test runner)",
+            &["test", "--quiet", "--test", "runner"][..],
+        ),
+    ] {
+        let started = Instant::now();
+        let run = Command::new(suite::cargo())
+            .current_dir(root)
+            .args(args)
+            .env("RUST_BACKTRACE", "0")
+            .output();
+        let ok = matches!(&run, Ok(out) if out.status.success());
+        if let (false, Ok(out)) = (ok, &run) {
+            eprintln!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        rows.push(Row {
+            lesson: "harness".into(),
+            subject: what.into(),
+            ok,
+            detail: match run {
+                Ok(out) if out.status.success() => "passed".into(),
+                Ok(out) => format!("failed ({}), output above", out.status),
+                Err(e) => format!("could not run cargo: {e}"),
+            },
+            seconds: started.elapsed().as_secs_f64(),
+        });
     }
-    rows.push(Row {
-        lesson: "harness".into(),
-        subject: "unit tests (cargo test --lib)".into(),
-        ok: unit_ok,
-        detail: match unit {
-            Ok(out) if out.status.success() => "passed".into(),
-            Ok(out) => format!("failed ({}), output above", out.status),
-            Err(e) => format!("could not run cargo: {e}"),
-        },
-        seconds: unit_started.elapsed().as_secs_f64(),
-    });
     let build = Command::new(suite::cargo())
         .current_dir(root)
         .args(["test", "--quiet", "--no-run", "--tests"])

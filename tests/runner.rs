@@ -1,0 +1,356 @@
+//! The runner (`cargo run`), driven as a learner would drive it, on a small
+//! kata of fixture lessons: one passing, one failing, one that does not
+//! compile, one that hangs, one not started. The fixture is its own package,
+//! built in its own target directory (a nested cargo must not share ours).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// One fixture lesson: its learner file and what it should show.
+struct Fixture {
+    number: u32,
+    title: &'static str,
+    learner: String,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(path)).expect("a kata file")
+}
+
+fn fixtures() -> Vec<Fixture> {
+    let reference = read("solutions/lesson_01.rs");
+    let stub = read("lessons/stubs/lesson_01.rs");
+    let broken = reference.replace(
+        "        state.latest = now;\n",
+        "        state.latest = now;\n        let wrong: u32 = state;\n",
+    );
+    assert_ne!(broken, reference, "the compile error must land in the file");
+    let hanging = reference.replace(
+        "    pub fn check(&mut self, key: &str, now: Timestamp) -> Decision {\n",
+        "    pub fn check(&mut self, key: &str, now: Timestamp) -> Decision {\n        let mut spins = 0u64;\n        while std::hint::black_box(spins) < u64::MAX {\n            spins += 1;\n        }\n",
+    );
+    assert_ne!(hanging, reference, "the endless loop must land in the file");
+    vec![
+        Fixture {
+            number: 1,
+            title: "Passing",
+            learner: reference,
+        },
+        Fixture {
+            number: 2,
+            title: "Failing",
+            learner: read("mistakes/lesson_01/full_window_retry.rs"),
+        },
+        Fixture {
+            number: 3,
+            title: "Not compiling",
+            learner: broken,
+        },
+        Fixture {
+            number: 4,
+            title: "Hanging",
+            learner: hanging,
+        },
+        Fixture {
+            number: 5,
+            title: "Not started",
+            learner: stub,
+        },
+    ]
+}
+
+/// Writes the fixture kata once per test run and returns its folder.
+fn kata() -> &'static Path {
+    static KATA: OnceLock<PathBuf> = OnceLock::new();
+    KATA.get_or_init(|| {
+        let dir = Path::new(ROOT).join("target").join("runner-fixture").join("kata");
+        let _ = std::fs::remove_dir_all(&dir);
+        for sub in ["lessons/stubs", "solutions", "tests"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let mut manifest = format!(
+            "[package]\nname = \"runner-fixture\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\nautotests = false\n\n\
+             [workspace]\n\n[dependencies]\nratelimit-kata = {{ path = {ROOT:?} }}\n\n\
+             [dev-dependencies]\nrstest = {{ version = \"0.29\", default-features = false }}\n"
+        );
+        std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        let stub = read("lessons/stubs/lesson_01.rs");
+        for f in fixtures() {
+            let name = format!("lesson_{:02}", f.number);
+            manifest.push_str(&format!("\n[[test]]\nname = \"{name}\"\npath = \"tests/{name}.rs\"\n"));
+            let write = |path: String, text: &str| std::fs::write(dir.join(path), text).unwrap();
+            write(format!("lessons/{name}.rs"), &f.learner);
+            write(format!("lessons/stubs/{name}.rs"), &stub);
+            write(format!("solutions/{name}.rs"), &read("solutions/lesson_01.rs"));
+            write(
+                format!("lessons/{name}.md"),
+                &format!(
+                    "# Lesson {:02} — {}\n\n<details><summary>Hint 1: first</summary>\n\nthe first hint\n\n</details>\n\n\
+                     <details><summary>Hint 2: second</summary>\n\nthe second hint\n\n</details>\n",
+                    f.number, f.title
+                ),
+            );
+            write(
+                format!("tests/{name}.rs"),
+                &format!(
+                    "use rstest::rstest;\n\n\
+                     kata::lesson! {{\n    number: {n},\n    title: \"{t}\",\n    algorithm: FixedWindow,\n    limiter: FixedWindow,\n    concurrent: false,\n\
+                     \x20   learner: \"../lessons/{name}.rs\",\n    stub: \"../lessons/stubs/{name}.rs\",\n    reference: \"../solutions/{name}.rs\",\n\
+                     \x20   mistakes: {{}},\n    alternatives: {{}},\n}}\n\n\
+                     #[rstest]\n#[case::counts_down(2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")]\n#[case::edge(1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")]\n\
+                     fn examples(#[case] limit: u64, #[case] window: u64, #[case] requests: &str, #[case] expected: &str) {{\n\
+                     \x20   lesson().example(limit, window, requests, expected);\n}}\n\n\
+                     kata::config_tests!();\n\nkata::property_tests!();\n\n\
+                     #[test]\n#[ignore = \"run by `cargo run -- compare`\"]\nfn compare_with_reference() {{\n\
+                     \x20   lesson().print_comparison(&std::env::var(\"KATA_COMPARE\").unwrap_or_default());\n}}\n",
+                    n = f.number,
+                    t = f.title,
+                ),
+            );
+        }
+        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+        dir
+    })
+}
+
+/// The runner's runs share the fixture and its target directory: one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
+
+fn runner_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
+    let kata = kata();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimit-kata"))
+        .args(args)
+        .arg("--root")
+        .arg(kata)
+        .env("CARGO_TARGET_DIR", kata.parent().unwrap().join("target"))
+        .env("KATA_TIME_LIMIT_SECS", "1")
+        .env("NO_COLOR", "1")
+        .env_remove("KATA_SUBJECT")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the runner starts");
+    {
+        use std::io::Write;
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(stdin.as_bytes()).unwrap();
+    }
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    Run {
+        code: status.code().unwrap_or(-1),
+        out: String::from_utf8_lossy(&stdout).into_owned(),
+        err: String::from_utf8_lossy(&stderr).into_owned(),
+    }
+}
+
+fn runner(args: &[&str]) -> Run {
+    runner_with(args, "", &[])
+}
+
+#[test]
+fn status_lists_every_lesson_and_the_next_step() {
+    let _one = serial();
+    let run = runner(&[]);
+    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    let line = |n: &str| {
+        run.out
+            .lines()
+            .find(|l| l.trim_start().starts_with(n))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(line("01").contains("passed"), "{}", run.out);
+    assert!(line("02").contains("failing"), "{}", run.out);
+    assert!(line("03").contains("does not compile"), "{}", run.out);
+    assert!(line("04").contains("failing"), "{}", run.out);
+    assert!(line("05").contains("not started"), "{}", run.out);
+    assert!(run.out.contains("1 of 5 lessons passed"), "{}", run.out);
+    assert!(run.out.contains("Next: Continue lesson 02"), "{}", run.out);
+    assert!(run.out.contains("cargo run -- watch 2"), "{}", run.out);
+}
+
+#[test]
+fn test_sums_up_by_kind_and_exits_with_the_result() {
+    let _one = serial();
+    let passed = runner(&["test", "1"]);
+    assert_eq!(passed.code, 0, "{}", passed.out);
+    assert!(passed.out.contains("passed"), "{}", passed.out);
+
+    let failing = runner(&["test", "2"]);
+    assert_eq!(failing.code, 1, "{}", failing.out);
+    assert!(failing.out.contains("FAIL  examples"), "{}", failing.out);
+    assert!(failing.out.contains("first failure:"), "{}", failing.out);
+    assert!(failing.out.contains("retry after"), "{}", failing.out);
+
+    let details = runner(&["test", "2", "--details"]);
+    assert!(details.out.matches("---- ").count() >= 2, "{}", details.out);
+}
+
+#[test]
+fn a_file_that_does_not_compile_is_shown_once() {
+    let _one = serial();
+    let run = runner(&["test", "3"]);
+    assert_eq!(run.code, 1, "{}", run.out);
+    assert!(run.out.contains("does not compile"), "{}", run.out);
+    assert!(run.out.contains("lessons/lesson_03.rs:"), "{}", run.out);
+    assert_eq!(run.out.matches("error[E0308]").count(), 1, "{}", run.out);
+}
+
+#[test]
+fn a_lesson_that_hangs_fails_with_a_message() {
+    let _one = serial();
+    let run = runner(&["test", "4"]);
+    assert_eq!(run.code, 1, "{}", run.out);
+    assert!(run.out.contains("did not return within 1 s"), "{}", run.out);
+
+    // And a run that outlasts the runner's own limit is stopped whole.
+    let stopped = runner_with(
+        &["test", "4"],
+        "",
+        &[
+            ("KATA_TIME_LIMIT_SECS", "600"),
+            ("KATA_RUN_LIMIT_SECS", "5"),
+        ],
+    );
+    assert_eq!(stopped.code, 1, "{}", stopped.out);
+    assert!(stopped.out.contains("did not finish"), "{}", stopped.out);
+}
+
+#[test]
+fn bad_input_gets_a_message_and_exit_code_2() {
+    let _one = serial();
+    let unknown = runner(&["test", "9"]);
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown
+            .err
+            .contains("there is no lesson 9; the lessons are 1, 2, 3, 4, 5"),
+        "{}",
+        unknown.err
+    );
+    let scenario = runner(&["compare", "2", "nosuch"]);
+    assert_eq!(scenario.code, 2);
+    assert!(
+        scenario.err.contains("no timeline is named \"nosuch\""),
+        "{}",
+        scenario.err
+    );
+    let word = runner(&["hint", "two"]);
+    assert_eq!(word.code, 2, "{}", word.err);
+}
+
+#[test]
+fn hints_come_one_more_each_time() {
+    let _one = serial();
+    let _ = std::fs::remove_dir_all(kata().join(".kata"));
+    let first = runner(&["hint", "5"]);
+    assert!(
+        first.out.starts_with("Hint 1: first (1 of 2)"),
+        "{}",
+        first.out
+    );
+    let second = runner(&["hint", "5"]);
+    assert!(
+        second.out.starts_with("Hint 2: second (2 of 2)"),
+        "{}",
+        second.out
+    );
+    assert!(second.out.contains("the last hint"), "{}", second.out);
+}
+
+#[test]
+fn compare_marks_the_first_difference() {
+    let _one = serial();
+    let differs = runner(&["compare", "2", "exact_edges"]);
+    assert_eq!(differs.code, 1, "{}{}", differs.out, differs.err);
+    assert_eq!(
+        differs.out.matches("<-- first difference").count(),
+        1,
+        "{}",
+        differs.out
+    );
+    let same = runner(&["compare", "1", "a@0 a@0 a@5"]);
+    assert_eq!(same.code, 0, "{}{}", same.out, same.err);
+    assert!(same.out.contains("no difference"), "{}", same.out);
+}
+
+#[test]
+fn report_json_follows_its_schema() {
+    let _one = serial();
+    let run = runner(&["report", "--json"]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    let report: serde_json::Value = serde_json::from_str(&run.out).expect("JSON");
+    assert_eq!(report["schema"], "ratelimit-kata/report/1");
+    let lessons = report["lessons"].as_array().unwrap();
+    let states: Vec<&str> = lessons
+        .iter()
+        .map(|l| l["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "passed",
+            "failing",
+            "does_not_compile",
+            "failing",
+            "not_started"
+        ]
+    );
+    let failing = lessons[1]["failing"].as_array().unwrap();
+    assert!(
+        failing.iter().any(|c| c["kind"] == "example"),
+        "{failing:?}"
+    );
+    assert!(failing.iter().all(|c| c["name"].is_string()));
+}
+
+#[test]
+fn watch_reruns_on_enter_and_quits_on_q() {
+    let _one = serial();
+    let run = runner_with(&["watch", "1"], "\nq\n", &[]);
+    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    assert_eq!(
+        run.out.matches("lesson 01, Passing: passed").count(),
+        2,
+        "{}",
+        run.out
+    );
+}
+
+#[test]
+fn reset_restores_the_stub_and_keeps_a_backup() {
+    let _one = serial();
+    let kata = kata();
+    let file = kata.join("lessons/lesson_02.rs");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let run = runner(&["reset", "2"]);
+    assert_eq!(run.code, 0, "{}", run.err);
+    assert_eq!(
+        std::fs::read_to_string(kata.join("lessons/lesson_02.rs.orig")).unwrap(),
+        before
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        std::fs::read_to_string(kata.join("lessons/stubs/lesson_02.rs")).unwrap()
+    );
+    // Put the failing learner file back for the other tests.
+    std::fs::write(&file, before).unwrap();
+}
