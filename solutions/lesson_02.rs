@@ -40,28 +40,9 @@ impl ConcurrentFixedWindow {
             keys: Mutex::new(HashMap::new()),
         })
     }
-}
 
-impl RateLimiter for ConcurrentFixedWindow {
-    fn check(&self, key: &str, now: Timestamp) -> Decision {
-        // A panic in another thread while it held the lock leaves the map in
-        // a state this code can still read: every update below is complete
-        // before anything can panic, so poisoning is safe to ignore.
-        let mut keys = self
-            .keys
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if !keys.contains_key(key) {
-            keys.insert(
-                key.into(),
-                KeyState {
-                    latest: 0,
-                    count: 0,
-                },
-            );
-        }
-        let state = keys.get_mut(key).expect("inserted above");
-
+    /// Decides for one key's state; the caller holds the lock.
+    fn decide(&self, state: &mut KeyState, now: Timestamp) -> Decision {
         // Concurrent callers can deliver timestamps out of order: a late one
         // counts as the latest seen, so it cannot reopen an old window.
         let now = now.as_nanos().max(state.latest);
@@ -80,5 +61,26 @@ impl RateLimiter for ConcurrentFixedWindow {
                 retry_after: Duration::from_nanos(self.window - now % self.window),
             }
         }
+    }
+}
+
+impl RateLimiter for ConcurrentFixedWindow {
+    fn check(&self, key: &str, now: Timestamp) -> Decision {
+        // A panic in another thread while it held the lock leaves the map in
+        // a state this code can still read: every update below is complete
+        // before anything can panic, so poisoning is safe to ignore.
+        let mut keys = self
+            .keys
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        // One lookup for a key seen before; a new key is inserted once.
+        if let Some(state) = keys.get_mut(key) {
+            return self.decide(state, now);
+        }
+        let state = keys.entry(key.into()).or_insert(KeyState {
+            latest: 0,
+            count: 0,
+        });
+        self.decide(state, now)
     }
 }

@@ -23,6 +23,7 @@ kata::lesson! {
         tolerance_of_c_intervals: "../mistakes/lesson_06/tolerance_of_c_intervals.rs",
     },
     alternatives: {
+        going_further: "../solutions/lesson_06_further.rs",
         sharded: "alternatives/lesson_06/sharded.rs",
     },
     baseline: {

@@ -1,0 +1,109 @@
+//! ns per decision for every contender, on the same keys: one hot key; 10,000
+//! and 1,000,000 keys round-robin; two threads on one key. Run with
+//! `scripts/bench.sh`, which also prints the summary table.
+
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ratelimit_kata_bench::{contenders, keys, Contender};
+
+fn one_hot_key(c: &mut Criterion) {
+    let mut group = c.benchmark_group("hot-key");
+    let key = keys(1).remove(0);
+    for (name, limiter) in contenders() {
+        let mut now = 0u64;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                now += 1;
+                black_box(limiter.decide(black_box(&key), now))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn round_robin(c: &mut Criterion, group_name: &str, count: usize) {
+    let mut group = c.benchmark_group(group_name);
+    let keys = keys(count);
+    for (name, limiter) in contenders() {
+        // Every key exists before measuring: this measures decisions on known
+        // keys, not insertions.
+        for (i, key) in keys.iter().enumerate() {
+            limiter.decide(key, i as u64);
+        }
+        let (mut i, mut now) = (0usize, count as u64);
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let key = &keys[i];
+                i = if i + 1 == keys.len() { 0 } else { i + 1 };
+                now += 1;
+                black_box(limiter.decide(black_box(key), now))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn ten_thousand_keys(c: &mut Criterion) {
+    round_robin(c, "keys-10k", 10_000);
+}
+
+fn a_million_keys(c: &mut Criterion) {
+    round_robin(c, "keys-1m", 1_000_000);
+}
+
+/// Two threads deciding for one key at once, each pinned to its own core
+/// where the OS allows it. Reported: wall time per decision of both together.
+fn two_threads_one_key(c: &mut Criterion) {
+    let cores = core_affinity::get_core_ids().unwrap_or_default();
+    let mut group = c.benchmark_group("two-threads");
+    let key = keys(1).remove(0);
+    for (name, limiter) in contenders() {
+        let limiter: Arc<dyn Contender> = Arc::from(limiter);
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters / 2 + 1;
+                let start = Arc::new(Barrier::new(3));
+                let threads: Vec<_> = (0..2u64)
+                    .map(|t| {
+                        let (limiter, key, start) = (limiter.clone(), key.clone(), start.clone());
+                        let core = cores.get(t as usize).copied();
+                        std::thread::spawn(move || {
+                            let pinned = core.is_some_and(core_affinity::set_for_current);
+                            start.wait();
+                            let begun = Instant::now();
+                            for i in 0..per_thread {
+                                black_box(limiter.decide(&key, i * 2 + t));
+                            }
+                            (begun.elapsed(), pinned)
+                        })
+                    })
+                    .collect();
+                start.wait();
+                let results: Vec<(Duration, bool)> = threads
+                    .into_iter()
+                    .map(|t| t.join().expect("a bench thread"))
+                    .collect();
+                if !results.iter().all(|(_, pinned)| *pinned) {
+                    eprintln!(
+                        "two-threads/{name}: the OS did not pin both threads to separate cores"
+                    );
+                }
+                results.iter().map(|(d, _)| *d).max().unwrap_or_default()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(30);
+    targets = one_hot_key, ten_thousand_keys, a_million_keys, two_threads_one_key
+}
+criterion_main!(benches);

@@ -1,0 +1,147 @@
+//! The contenders: every lesson's reference from 02 on, the going-further
+//! GCRA, a naive `Mutex<HashMap>` fixed window, and governor, each behind one
+//! small trait so that every benchmark runs the same keys the same way.
+//!
+//! The references are compiled here over plain `std::sync` (not the kata's
+//! instrumented facade), as they would run in production.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use kata::{RateLimiter, Timestamp};
+
+/// `super::sync` for the references: std itself.
+pub mod sync {
+    pub use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    pub use std::sync::{Arc, Mutex, RwLock};
+
+    pub fn spin_loop() {
+        std::hint::spin_loop();
+    }
+}
+
+macro_rules! reference {
+    ($module:ident, $file:literal) => {
+        #[path = $file]
+        #[allow(dead_code)]
+        pub mod $module;
+    };
+}
+
+reference!(lesson_02, "../../solutions/lesson_02.rs");
+reference!(lesson_03, "../../solutions/lesson_03.rs");
+reference!(lesson_04, "../../solutions/lesson_04.rs");
+reference!(lesson_05, "../../solutions/lesson_05.rs");
+reference!(lesson_06, "../../solutions/lesson_06.rs");
+reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
+
+/// One limiter under measurement. Keys are `String`s because governor's keyed
+/// limiter takes `&String`; every contender gets the very same ones.
+pub trait Contender: Send + Sync {
+    /// Decides one request; true if allowed.
+    fn decide(&self, key: &String, now: u64) -> bool;
+}
+
+struct Kata<L>(L);
+
+impl<L: RateLimiter> Contender for Kata<L> {
+    fn decide(&self, key: &String, now: u64) -> bool {
+        self.0.check(key, Timestamp::from_nanos(now)).is_allowed()
+    }
+}
+
+/// The limiter people write first: one `Mutex<HashMap<String, (window, count)>>`.
+pub struct NaiveMutexMap {
+    limit: u32,
+    window: u64,
+    keys: Mutex<HashMap<String, (u64, u32)>>,
+}
+
+impl Contender for NaiveMutexMap {
+    fn decide(&self, key: &String, now: u64) -> bool {
+        let mut keys = self.keys.lock().unwrap();
+        let entry = keys.entry(key.clone()).or_insert((now / self.window, 0));
+        if entry.0 != now / self.window {
+            *entry = (now / self.window, 0);
+        }
+        entry.1 += 1;
+        entry.1 <= self.limit
+    }
+}
+
+/// governor 0.10, keyed, `String` keys, its default store (a `DashMap`) and
+/// its default clock: it reads the time itself and ignores `now`.
+pub struct Governor(governor::DefaultKeyedRateLimiter<String>);
+
+impl Contender for Governor {
+    fn decide(&self, key: &String, _now: u64) -> bool {
+        self.0.check_key(key).is_ok()
+    }
+}
+
+/// Every contender, named (names safe for file paths: criterion stores its
+/// results under them), configured so that a steady stream of one request
+/// per nanosecond is always allowed: the hot path all of them share, with
+/// bounded state (a sliding log holds at most its limit). Callers advance
+/// `now` by one nanosecond per request.
+pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
+    const WINDOW: Duration = Duration::from_nanos(1_000);
+    let burst = NonZeroU32::new(1_000).expect("non-zero");
+    let per_ns = NonZeroU32::new(1_000_000_000).expect("non-zero");
+    vec![
+        (
+            "governor",
+            Box::new(Governor(governor::RateLimiter::keyed(
+                governor::Quota::per_second(per_ns).allow_burst(burst),
+            ))),
+        ),
+        (
+            "naive-mutex-hashmap",
+            Box::new(NaiveMutexMap {
+                limit: u32::MAX,
+                window: 1_000_000_000,
+                keys: Mutex::new(HashMap::new()),
+            }),
+        ),
+        (
+            "02-fixed-window",
+            Box::new(Kata(
+                lesson_02::ConcurrentFixedWindow::new(1_000, WINDOW).unwrap(),
+            )),
+        ),
+        (
+            "03-sliding-log",
+            Box::new(Kata(lesson_03::SlidingLog::new(1_000, WINDOW).unwrap())),
+        ),
+        (
+            "04-sliding-counter", // In a steady stream the weighted count sits at exactly L·W: one more
+            // makes room.
+            Box::new(Kata(lesson_04::SlidingCounter::new(1_001, WINDOW).unwrap())),
+        ),
+        (
+            "05-token-bucket",
+            Box::new(Kata(
+                lesson_05::TokenBucket::new(1_000, Duration::from_nanos(1)).unwrap(),
+            )),
+        ),
+        (
+            "06-gcra",
+            Box::new(Kata(
+                lesson_06::Gcra::new(1_000, Duration::from_nanos(1)).unwrap(),
+            )),
+        ),
+        (
+            "06-gcra-further",
+            Box::new(Kata(
+                lesson_06_further::Gcra::new(1_000, Duration::from_nanos(1)).unwrap(),
+            )),
+        ),
+    ]
+}
+
+/// `count` distinct keys of 13 bytes each: `key-000000042`.
+pub fn keys(count: usize) -> Vec<String> {
+    (0..count).map(|i| format!("key-{i:09}")).collect()
+}
