@@ -41,6 +41,9 @@ reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
 /// limiter takes `&String`; every contender gets the very same ones.
 pub trait Contender: Send + Sync {
     /// Decides one request; true if allowed.
+    // `&String`, not `&str`: governor's keyed limiter takes `&K` with
+    // `K = String`, and every contender must get the very same keys.
+    #[allow(clippy::ptr_arg)]
     fn decide(&self, key: &String, now: u64) -> bool;
 }
 
