@@ -343,7 +343,7 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
                 let got = execution(build, &s2);
                 if !linearizable(algorithm, &s2, &got) {
                     let mut text = format!(
-                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{}One-at-a-time orders give one of:\n",
+                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
                         show_answers(&s2, &got)
                     );
                     for a in &allowed2 {
