@@ -270,13 +270,8 @@ fn hint(root: &Path, entry: &Entry) -> Done {
 
 fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
     let which = timeline.unwrap_or_else(|| "boundary_burst".into());
-    if !which.contains('@') && kata::timeline::Standard::named(&which).is_none() {
-        let names: Vec<&str> = kata::timeline::STANDARD.iter().map(|s| s.name).collect();
-        return Err(Refusal(format!(
-            "no timeline is named {which:?}; the named ones are {}, or give requests such as \"a@0 a@0 a@1\"",
-            names.join(", ")
-        )));
-    }
+    // Refused here, before building anything, with the same words as the tests.
+    kata::timeline::Standard::resolve(&which).map_err(Refusal)?;
     let bar = spinner(format!("running {} on {which}", entry.name));
     let outcome = suite::run_with(
         root,

@@ -168,6 +168,24 @@ impl Standard {
     pub fn named(name: &str) -> Option<&'static Standard> {
         STANDARD.iter().find(|s| s.name == name)
     }
+
+    /// A standard timeline by name, or requests in the timeline notation
+    /// (`a@0 a@0 a@1`, with limit 3 and period 1_000 ns); otherwise a
+    /// sentence listing the names.
+    pub fn resolve(which: &str) -> Result<Timeline, String> {
+        match Standard::named(which) {
+            Some(s) => Ok(s.timeline()),
+            None if which.contains('@') => Timeline::parse(Config::new(3, 1_000), which)
+                .map_err(|e| format!("that timeline does not parse: {e}")),
+            None => {
+                let names: Vec<&str> = STANDARD.iter().map(|s| s.name).collect();
+                Err(format!(
+                    "no timeline is named {which:?}; the named ones are {}, or give requests such as \"a@0 a@0 a@1\"",
+                    names.join(", ")
+                ))
+            }
+        }
+    }
 }
 
 pub const STANDARD: &[Standard] = &[
@@ -250,6 +268,17 @@ mod tests {
         assert!(!t.in_order());
         assert!(Timeline::parse(Config::new(1, 1), "a").is_err());
         assert!(Timeline::parse(Config::new(1, 1), "a@x").is_err());
+        assert_eq!(Standard::resolve("two_keys").unwrap().requests.len(), 9);
+        assert_eq!(
+            Standard::resolve("a@0 b@1").unwrap().config,
+            Config::new(3, 1_000)
+        );
+        assert!(Standard::resolve("a@x")
+            .unwrap_err()
+            .contains("does not parse"));
+        assert!(Standard::resolve("nosuch")
+            .unwrap_err()
+            .contains("boundary_burst"));
     }
 
     #[test]
