@@ -1,33 +1,11 @@
-//! Lesson 01: a fixed-window counter for one thread.
-//! Run: `cargo test --test lesson_01` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 01's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_01` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 1,
-    title: "naive counter",
-    algorithm: FixedWindow,
-    limiter: FixedWindow,
-    concurrent: false,
-    learner: "../lessons/lesson_01.rs",
-    stub: "../lessons/stubs/lesson_01.rs",
-    reference: "../solutions/lesson_01.rs",
-    mistakes: {
-        aligned_to_first_request: "../mistakes/lesson_01/aligned_to_first_request.rs",
-        clock_shared_by_keys: "../mistakes/lesson_01/clock_shared_by_keys.rs",
-        end_is_inside: "../mistakes/lesson_01/end_is_inside.rs",
-        full_window_retry: "../mistakes/lesson_01/full_window_retry.rs",
-        last_request_denied: "../mistakes/lesson_01/last_request_denied.rs",
-        late_timestamp_reopens: "../mistakes/lesson_01/late_timestamp_reopens.rs",
-        overflows_near_the_end: "../mistakes/lesson_01/overflows_near_the_end.rs",
-        remaining_before_counting: "../mistakes/lesson_01/remaining_before_counting.rs",
-        truncated_window: "../mistakes/lesson_01/truncated_window.rs",
-    },
-    alternatives: {
-        window_index: "alternatives/lesson_01/window_index.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 #[rstest]
@@ -65,9 +43,3 @@ fn examples(
 ) {
     lesson().example(limit, window, requests, expected);
 }
-
-kata::config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();

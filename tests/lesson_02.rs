@@ -1,35 +1,11 @@
-//! Lesson 02: the fixed window, shared between threads.
-//! Run: `cargo test --test lesson_02` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 02's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_02` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 2,
-    title: "concurrent fixed window",
-    algorithm: FixedWindow,
-    limiter: ConcurrentFixedWindow,
-    concurrent: true,
-    learner: "../lessons/lesson_02.rs",
-    stub: "../lessons/stubs/lesson_02.rs",
-    reference: "../solutions/lesson_02.rs",
-    mistakes: {
-        aligned_to_first_request: "../mistakes/lesson_02/aligned_to_first_request.rs",
-        check_then_act: "../mistakes/lesson_02/check_then_act.rs",
-        full_window_retry: "../mistakes/lesson_02/full_window_retry.rs",
-        last_request_denied: "../mistakes/lesson_02/last_request_denied.rs",
-        late_timestamp_reopens: "../mistakes/lesson_02/late_timestamp_reopens.rs",
-        racy_get_or_insert: "../mistakes/lesson_02/racy_get_or_insert.rs",
-        relocks_while_holding: "../mistakes/lesson_02/relocks_while_holding.rs",
-        replaced_window: "../mistakes/lesson_02/replaced_window.rs",
-        shared_clock: "../mistakes/lesson_02/shared_clock.rs",
-        std_mutex: "../mistakes/lesson_02/std_mutex.rs",
-        two_maps_reset: "../mistakes/lesson_02/two_maps_reset.rs",
-    },
-    alternatives: {
-        per_key_locks: "alternatives/lesson_02/per_key_locks.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 #[rstest]
@@ -64,11 +40,3 @@ fn examples(
 ) {
     lesson().example(limit, window, requests, expected);
 }
-
-kata::config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();
-
-kata::loom_tests!();

@@ -1,32 +1,11 @@
-//! Lesson 03: the sliding log.
-//! Run: `cargo test --test lesson_03` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 03's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_03` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 3,
-    title: "sliding log",
-    algorithm: SlidingLog,
-    limiter: SlidingLog,
-    concurrent: true,
-    learner: "../lessons/lesson_03.rs",
-    stub: "../lessons/stubs/lesson_03.rs",
-    reference: "../solutions/lesson_03.rs",
-    mistakes: {
-        check_then_act: "../mistakes/lesson_03/check_then_act.rs",
-        clears_whole_log: "../mistakes/lesson_03/clears_whole_log.rs",
-        cutoff_keeps_boundary_entry: "../mistakes/lesson_03/cutoff_keeps_boundary_entry.rs",
-        late_timestamp_logged: "../mistakes/lesson_03/late_timestamp_logged.rs",
-        logs_denied_requests: "../mistakes/lesson_03/logs_denied_requests.rs",
-        racy_get_or_insert: "../mistakes/lesson_03/racy_get_or_insert.rs",
-        retry_from_newest: "../mistakes/lesson_03/retry_from_newest.rs",
-        trim_loop_never_ends: "../mistakes/lesson_03/trim_loop_never_ends.rs",
-    },
-    alternatives: {
-        ring_buffer: "alternatives/lesson_03/ring_buffer.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 #[rstest]
@@ -61,11 +40,3 @@ fn examples(
 ) {
     lesson().example(limit, window, requests, expected);
 }
-
-kata::config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();
-
-kata::loom_tests!();

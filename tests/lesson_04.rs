@@ -1,32 +1,11 @@
-//! Lesson 04: the sliding window counter.
-//! Run: `cargo test --test lesson_04` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 04's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_04` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 4,
-    title: "sliding counter",
-    algorithm: SlidingCounter,
-    limiter: SlidingCounter,
-    concurrent: true,
-    learner: "../lessons/lesson_04.rs",
-    stub: "../lessons/stubs/lesson_04.rs",
-    reference: "../solutions/lesson_04.rs",
-    mistakes: {
-        check_then_act: "../mistakes/lesson_04/check_then_act.rs",
-        filtered_log: "../mistakes/lesson_04/filtered_log.rs",
-        float_weights: "../mistakes/lesson_04/float_weights.rs",
-        late_timestamp_rolls_back: "../mistakes/lesson_04/late_timestamp_rolls_back.rs",
-        previous_kept_after_a_gap: "../mistakes/lesson_04/previous_kept_after_a_gap.rs",
-        retry_at_the_next_window: "../mistakes/lesson_04/retry_at_the_next_window.rs",
-        u64_products: "../mistakes/lesson_04/u64_products.rs",
-        weight_grows_with_time: "../mistakes/lesson_04/weight_grows_with_time.rs",
-    },
-    alternatives: {
-        search_the_wait: "alternatives/lesson_04/search_the_wait.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 #[rstest]
@@ -55,11 +34,3 @@ fn examples(
 ) {
     lesson().example(limit, window, requests, expected);
 }
-
-kata::config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();
-
-kata::loom_tests!();

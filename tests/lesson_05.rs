@@ -1,31 +1,11 @@
-//! Lesson 05: the token bucket.
-//! Run: `cargo test --test lesson_05` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 05's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_05` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 5,
-    title: "token bucket",
-    algorithm: TokenBucket,
-    limiter: TokenBucket,
-    concurrent: true,
-    learner: "../lessons/lesson_05.rs",
-    stub: "../lessons/stubs/lesson_05.rs",
-    reference: "../solutions/lesson_05.rs",
-    mistakes: {
-        clock_runs_backwards: "../mistakes/lesson_05/clock_runs_backwards.rs",
-        drops_the_fraction: "../mistakes/lesson_05/drops_the_fraction.rs",
-        float_tokens: "../mistakes/lesson_05/float_tokens.rs",
-        never_full: "../mistakes/lesson_05/never_full.rs",
-        retry_a_whole_interval: "../mistakes/lesson_05/retry_a_whole_interval.rs",
-        starts_empty: "../mistakes/lesson_05/starts_empty.rs",
-        unsynchronized: "../mistakes/lesson_05/unsynchronized.rs",
-    },
-    alternatives: {
-        full_at: "alternatives/lesson_05/full_at.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 /// The first two numbers are the capacity C and the refill interval T in ns.
@@ -49,11 +29,3 @@ fn examples(
 ) {
     lesson().example(capacity, refill_every, requests, expected);
 }
-
-kata::bucket_config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();
-
-kata::loom_tests!();

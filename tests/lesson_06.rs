@@ -1,35 +1,11 @@
-//! Lesson 06: GCRA, lock-free.
-//! Run: `cargo test --test lesson_06` (your file) or with
-//! `KATA_SUBJECT=reference` (the reference solution).
+//! Lesson 06's checks. `kata::lesson!()` defines the lesson from
+//! `lessons/lessons.toml` with the standard checks of its kind; this file
+//! adds its examples. Run: `cargo test --test lesson_06` (your file) or
+//! with `KATA_SUBJECT=reference` (the reference solution).
 
 use rstest::rstest;
 
-kata::lesson! {
-    number: 6,
-    title: "lock-free GCRA",
-    algorithm: TokenBucket,
-    limiter: Gcra,
-    concurrent: true,
-    learner: "../lessons/lesson_06.rs",
-    stub: "../lessons/stubs/lesson_06.rs",
-    reference: "../solutions/lesson_06.rs",
-    mistakes: {
-        cas_without_reload: "../mistakes/lesson_06/cas_without_reload.rs",
-        denied_pushes_the_tat: "../mistakes/lesson_06/denied_pushes_the_tat.rs",
-        load_then_store: "../mistakes/lesson_06/load_then_store.rs",
-        overflows_near_the_end: "../mistakes/lesson_06/overflows_near_the_end.rs",
-        racy_insert: "../mistakes/lesson_06/racy_insert.rs",
-        tat_from_now: "../mistakes/lesson_06/tat_from_now.rs",
-        tolerance_of_c_intervals: "../mistakes/lesson_06/tolerance_of_c_intervals.rs",
-    },
-    alternatives: {
-        going_further: "../solutions/lesson_06_further.rs",
-        sharded: "alternatives/lesson_06/sharded.rs",
-    },
-    baseline: {
-        TokenBucket: "../solutions/lesson_05.rs",
-    },
-}
+kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
 /// The first two numbers are the capacity C and the refill interval T in ns.
@@ -52,19 +28,4 @@ fn examples(
     #[case] expected: &str,
 ) {
     lesson().example(capacity, refill_every, requests, expected);
-}
-
-kata::bucket_config_tests!();
-
-kata::property_tests!();
-
-kata::snapshot_tests!();
-
-kata::loom_tests!();
-
-/// GCRA is lesson 05's token bucket kept as one number per key: on random
-/// timelines it must answer exactly as lesson 05's reference does.
-#[test]
-fn decides_like_the_lesson_05_token_bucket() {
-    lesson().agrees_with_baseline();
 }

@@ -3,7 +3,7 @@
 //! Read `lessons/lesson_01.md` first. Then make every test of
 //! `cargo test --test lesson_01` pass by filling in this file.
 //!
-//! The rule, from SPEC.md: windows are aligned to the clock's origin, window k
+//! The rule, from lessons/CONTRACT.md: windows are aligned to the clock's origin, window k
 //! is `[k·W, (k+1)·W)`, and a request is allowed iff fewer than `limit`
 //! requests of its key were allowed in the window that contains `now`.
 

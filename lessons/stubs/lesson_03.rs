@@ -3,7 +3,7 @@
 //! Read `lessons/lesson_03.md` first. Then make every test of
 //! `cargo test --test lesson_03` pass by filling in this file.
 //!
-//! The rule, from SPEC.md: a request is allowed iff fewer than `limit`
+//! The rule, from lessons/CONTRACT.md: a request is allowed iff fewer than `limit`
 //! requests of its key were allowed in the half-open interval `(now − W, now]`.
 //! Take sync primitives from the lesson's facade only, as below.
 

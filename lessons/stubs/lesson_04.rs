@@ -3,7 +3,7 @@
 //! Read `lessons/lesson_04.md` first. Then make every test of
 //! `cargo test --test lesson_04` pass by filling in this file.
 //!
-//! The rule, from SPEC.md: with k the aligned window containing `now`, c the
+//! The rule, from lessons/CONTRACT.md: with k the aligned window containing `now`, c the
 //! requests of the key allowed in window k, p those allowed in window k − 1,
 //! and e = now − k·W, a request is allowed iff p·(W − e) + c·W < L·W, in
 //! exact integer arithmetic (no floats; the products need 128 bits).

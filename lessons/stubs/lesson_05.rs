@@ -3,7 +3,7 @@
 //! Read `lessons/lesson_05.md` first. Then make every test of
 //! `cargo test --test lesson_05` pass by filling in this file.
 //!
-//! The rule, from SPEC.md: the bucket holds at most `capacity` tokens and
+//! The rule, from lessons/CONTRACT.md: the bucket holds at most `capacity` tokens and
 //! gains one token every `refill_every`, continuously (a fraction of the
 //! interval counts toward the next token); a new key's bucket is full. A
 //! request is allowed iff the bucket holds at least one whole token, and then

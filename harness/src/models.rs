@@ -1,5 +1,5 @@
 //! Executable models of each lesson's algorithm, written straight from the
-//! contract (SPEC.md), not from the reference solutions.
+//! contract (`lessons/CONTRACT.md`), not from the reference solutions.
 //!
 //! A model is meant to be obviously right rather than fast. Each algorithm is
 //! one literal predicate, "would a request at `t` be allowed, given what this
@@ -31,11 +31,52 @@ pub enum Algorithm {
 }
 
 impl Algorithm {
+    pub const ALL: [Algorithm; 4] = [
+        Algorithm::FixedWindow,
+        Algorithm::SlidingLog,
+        Algorithm::SlidingCounter,
+        Algorithm::TokenBucket,
+    ];
+
+    /// The name `lessons/lessons.toml` gives it (its variant's name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "FixedWindow",
+            Algorithm::SlidingLog => "SlidingLog",
+            Algorithm::SlidingCounter => "SlidingCounter",
+            Algorithm::TokenBucket => "TokenBucket",
+        }
+    }
+
+    /// The algorithm `lessons/lessons.toml` names; any other name is a bug
+    /// in the catalog, reported with the names there are.
+    pub fn named(name: &str) -> Algorithm {
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .unwrap_or_else(|| {
+                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                panic!(
+                    "lessons/lessons.toml: algorithm {name:?} is not one of {}",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// Whether the rule counts requests in windows (01–04) rather than
+    /// tokens in a bucket (05, 06).
+    pub fn windowed(self) -> bool {
+        match self {
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingCounter => true,
+            Algorithm::TokenBucket => false,
+        }
+    }
+
     /// What the period is called in this algorithm's texts.
     pub fn period_name(self) -> &'static str {
         match self {
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingCounter => "window",
             Algorithm::TokenBucket => "refill interval",
-            _ => "window",
         }
     }
 
@@ -43,10 +84,12 @@ impl Algorithm {
     pub fn describe(self, config: &Config) -> String {
         let period = crate::time::group_digits(config.period.as_nanos());
         match self {
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingCounter => {
+                format!("limit {} per window of {period}ns", config.limit)
+            }
             Algorithm::TokenBucket => {
                 format!("capacity {}, one token every {period}ns", config.limit)
             }
-            _ => format!("limit {} per window of {period}ns", config.limit),
         }
     }
 
@@ -58,7 +101,7 @@ impl Algorithm {
         } else if period.is_zero() {
             Err(ConfigError::ZeroPeriod)
         } else if period.as_nanos() > max
-            || (self == Algorithm::TokenBucket && u128::from(limit) * period.as_nanos() > max)
+            || (!self.windowed() && u128::from(limit) * period.as_nanos() > max)
         {
             Err(ConfigError::TooLarge)
         } else {
@@ -70,8 +113,10 @@ impl Algorithm {
     /// exactly: `2·W` for the windowed lessons, `C·T` for the token buckets.
     pub fn horizon(self, config: &Config) -> u128 {
         match self {
+            Algorithm::FixedWindow | Algorithm::SlidingLog | Algorithm::SlidingCounter => {
+                2 * config.period.as_nanos()
+            }
             Algorithm::TokenBucket => u128::from(config.limit) * config.period.as_nanos(),
-            _ => 2 * config.period.as_nanos(),
         }
     }
 

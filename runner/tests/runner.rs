@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+/// The kata's root (this crate is its `runner/`).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 /// One fixture lesson: its learner file and what it should show.
 struct Fixture {
@@ -71,20 +72,39 @@ fn kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let mut manifest = format!(
-            "[package]\nname = \"runner-fixture\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\nautotests = false\n\n\
-             [workspace]\n\n[dependencies]\nratelimit-kata = {{ path = {ROOT:?} }}\n\n\
-             [dev-dependencies]\nrstest = {{ version = \"0.29\", default-features = false }}\n"
+        let manifest = format!(
+            "[package]\nname = \"runner-fixture\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+             [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
+             rstest = {{ version = \"0.29\", default-features = false }}\n\n\
+             [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
+            harness = format!("{ROOT}/harness"),
+            catalog = format!("{ROOT}/catalog"),
         );
         std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        std::fs::write(dir.join("build.rs"), "fn main() {\n    kata_catalog::build_script();\n}\n").unwrap();
+        std::fs::create_dir_all(dir.join("tests/snapshots")).unwrap();
         let stub = read("lessons/stubs/lesson_01.rs");
+        let mut catalog = String::new();
         for f in fixtures() {
             let name = format!("lesson_{:02}", f.number);
-            manifest.push_str(&format!("\n[[test]]\nname = \"{name}\"\npath = \"tests/{name}.rs\"\n"));
+            catalog.push_str(&format!(
+                "[[lesson]]\nnumber = {}\ntitle = \"{}\"\nkind = \"limiter\"\ntype = \"FixedWindow\"\nalgorithm = \"FixedWindow\"\n\n",
+                f.number, f.title
+            ));
             let write = |path: String, text: &str| std::fs::write(dir.join(path), text).unwrap();
             write(format!("lessons/{name}.rs"), &f.learner);
             write(format!("lessons/stubs/{name}.rs"), &stub);
             write(format!("solutions/{name}.rs"), &read("solutions/lesson_01.rs"));
+            // Every fixture is lesson 01 under another number: its drawings too.
+            for entry in std::fs::read_dir(Path::new(ROOT).join("tests/snapshots")).unwrap() {
+                let file = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(rest) = file.strip_prefix("lesson_01_") {
+                    write(
+                        format!("tests/snapshots/{name}_{rest}"),
+                        &read(&format!("tests/snapshots/{file}")),
+                    );
+                }
+            }
             write(
                 format!("lessons/{name}.md"),
                 &format!(
@@ -95,22 +115,14 @@ fn kata() -> &'static Path {
             );
             write(
                 format!("tests/{name}.rs"),
-                &format!(
-                    "use rstest::rstest;\n\n\
-                     kata::lesson! {{\n    number: {n},\n    title: \"{t}\",\n    algorithm: FixedWindow,\n    limiter: FixedWindow,\n    concurrent: false,\n\
-                     \x20   learner: \"../lessons/{name}.rs\",\n    stub: \"../lessons/stubs/{name}.rs\",\n    reference: \"../solutions/{name}.rs\",\n\
-                     \x20   mistakes: {{}},\n    alternatives: {{}},\n}}\n\n\
-                     #[rstest]\n#[case::counts_down(2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")]\n#[case::edge(1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")]\n\
-                     fn examples(#[case] limit: u64, #[case] window: u64, #[case] requests: &str, #[case] expected: &str) {{\n\
-                     \x20   lesson().example(limit, window, requests, expected);\n}}\n\n\
-                     kata::config_tests!();\n\nkata::property_tests!();\n\n\
-                     #[test]\n#[ignore = \"run by `cargo run -- compare`\"]\nfn compare_with_reference() {{\n\
-                     \x20   lesson().print_comparison(&std::env::var(\"KATA_COMPARE\").unwrap_or_default());\n}}\n",
-                    n = f.number,
-                    t = f.title,
-                ),
+                "use rstest::rstest;\n\n\
+                 kata::lesson!();\n\n\
+                 #[rstest]\n#[case::counts_down(2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")]\n#[case::edge(1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")]\n\
+                 fn examples(#[case] limit: u64, #[case] window: u64, #[case] requests: &str, #[case] expected: &str) {\n\
+                 \x20   lesson().example(limit, window, requests, expected);\n}\n",
             );
         }
+        std::fs::write(dir.join("lessons/lessons.toml"), catalog).unwrap();
         std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
         dir
     })

@@ -1,82 +1,97 @@
 //! `kata`: the harness of the ratelimit kata.
 //!
-//! Every lesson's test binary is built from one `tests/lesson_NN.rs` that calls
-//! [`lesson!`] and then names its cases. Everything else lives here, once:
+//! Every lesson's test binary is built from one `tests/lesson_NN.rs` that
+//! calls [`lesson!`] and adds its examples. The lesson itself is described
+//! once, in `lessons/lessons.toml` (read by the `kata-catalog` crate);
+//! everything else lives here, once:
 //!
 //! - [`time`], [`decision`]: the contract's types (`Timestamp`, `Decision`,
 //!   `ConfigError`, `RateLimiter`);
 //! - [`sync`]: the facade a learner file takes its primitives from, over std
 //!   and over loom;
-//! - [`models`]: an executable model of each algorithm, straight from SPEC.md;
+//! - [`drive`]: how a timeline drives each kind of subject (the seam where
+//!   a new kind of lesson plugs in);
+//! - [`models`]: an executable model of each algorithm, straight from the
+//!   contract (`lessons/CONTRACT.md`);
 //! - [`timeline`], [`gen`]: timelines, their notation and their generators;
 //! - [`render`]: tables and strip charts of timelines;
 //! - [`checks`], [`scenarios`]: the generic checks and the loom scenarios;
 //! - [`subject`], [`source`], [`watchdog`]: which file is tested, what it
 //!   imports, and how its panics and hangs become readable failures.
+//!
+//! Modules depend on each other in one direction only: the contract's types,
+//! then the facade and the watchdog, then timelines and models, then
+//! rendering, generators, drivers and scenarios, then the checks.
 
 pub mod checks;
 pub mod decision;
+pub mod drive;
 pub mod gen;
 pub mod models;
 pub mod render;
-pub mod runner;
 pub mod scenarios;
 pub mod source;
 pub mod subject;
-pub mod suite;
 pub mod sync;
 pub mod time;
 pub mod timeline;
 pub mod watchdog;
 
-pub use checks::{Lesson, Limiter, Variant};
+pub use checks::Lesson;
 pub use decision::{ConfigError, Decision, RateLimiter};
+pub use drive::{Drive, Variant};
 pub use scenarios::Scenario;
 pub use time::Timestamp;
 
-/// Compiles a lesson's implementations into the test binary and defines
-/// `fn lesson() -> &'static kata::Lesson`.
+/// Defines this lesson in its test file: `kata::lesson!();` in
+/// `tests/lesson_NN.rs`.
 ///
-/// ```ignore
-/// kata::lesson! {
-///     number: 2,
-///     title: "concurrent fixed window",
-///     algorithm: FixedWindow,
-///     limiter: ConcurrentFixedWindow,
-///     concurrent: true,
-///     learner: "../lessons/lesson_02.rs",
-///     stub: "../lessons/stubs/lesson_02.rs",
-///     reference: "../solutions/lesson_02.rs",
-///     mistakes: { reset_race: "../mistakes/lesson_02/reset_race.rs" },
-///     alternatives: { per_key_locks: "alternatives/lesson_02/per_key_locks.rs" },
-/// }
-/// ```
-///
-/// Each file becomes a module whose `sync` is [`sync::std_backend`] and, when
-/// `concurrent: true`, a second one whose `sync` is [`sync::loom_backend`].
-/// `KATA_SUBJECT` picks which one the tests check (see [`subject`]). Paths are
-/// relative to the test file; compiler errors name the lesson file itself.
+/// It includes what the lessons' build script wrote for `lesson_NN` from
+/// `lessons/lessons.toml`: every implementation of the lesson compiled in as
+/// a subject (the learner file, the stub, the reference, each file of
+/// `mistakes/lesson_NN/` and the alternatives), `fn lesson() -> &'static
+/// kata::Lesson`, and the standard checks of the lesson's kind. The test
+/// file then only adds its examples.
 #[macro_export]
 macro_rules! lesson {
+    () => {
+        include!(concat!(
+            env!("OUT_DIR"),
+            "/",
+            env!("CARGO_CRATE_NAME"),
+            ".rs"
+        ));
+    };
+}
+
+/// What the lessons' build script writes for one lesson (see [`lesson!`]).
+/// Each file is given twice: as learners see it, relative to the kata's
+/// root, and as the compiler finds it.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! define_lesson {
     (
         number: $number:literal,
         title: $title:literal,
-        algorithm: $algorithm:ident,
+        kind: $kind:ident,
+        algorithm: $algorithm:literal,
         limiter: $limiter:ident,
-        concurrent: $concurrent:tt,
-        learner: $learner:literal,
-        stub: $stub:literal,
-        reference: $reference:literal,
-        mistakes: { $($mistake:ident : $mistake_file:literal),* $(,)? },
-        alternatives: { $($alternative:ident : $alternative_file:literal),* $(,)? }
-        $(, baseline: { $baseline_limiter:ident : $baseline_file:literal $(,)? })? $(,)?
+        learner: [$learner_path:literal, $learner:literal],
+        stub: [$stub_path:literal, $stub:literal],
+        reference: [$reference_path:literal, $reference:literal],
+        mistakes: { $($mistake:ident : [$mistake_path:literal, $mistake_file:literal]),* $(,)? },
+        alternatives: { $($alternative:ident : [$alternative_path:literal, $alternative_file:literal]),* $(,)? }
+        $(, baseline: {
+            $baseline_limiter:ident : [$baseline_path:literal, $baseline_file:literal],
+            test: $baseline_test:ident $(,)?
+        })? $(,)?
     ) => {
-        $( $crate::__variant!(false, baseline, $baseline_file, $baseline_limiter); )?
-        $crate::__variant!($concurrent, learner, $learner, $limiter);
-        $crate::__variant!($concurrent, stub, $stub, $limiter);
-        $crate::__variant!($concurrent, reference, $reference, $limiter);
-        $( $crate::__variant!($concurrent, $mistake, $mistake_file, $limiter); )*
-        $( $crate::__variant!($concurrent, $alternative, $alternative_file, $limiter); )*
+        $( $crate::__variant!(limiter, baseline, $baseline_path, $baseline_file, $baseline_limiter); )?
+        $crate::__variant!($kind, learner, $learner_path, $learner, $limiter);
+        $crate::__variant!($kind, stub, $stub_path, $stub, $limiter);
+        $crate::__variant!($kind, reference, $reference_path, $reference, $limiter);
+        $( $crate::__variant!($kind, $mistake, $mistake_path, $mistake_file, $limiter); )*
+        $( $crate::__variant!($kind, $alternative, $alternative_path, $alternative_file, $limiter); )*
 
         /// This lesson, with the subject `KATA_SUBJECT` selects.
         fn lesson() -> &'static $crate::Lesson {
@@ -87,7 +102,7 @@ macro_rules! lesson {
                     $number,
                     $title,
                     stringify!($limiter),
-                    $crate::models::Algorithm::$algorithm,
+                    $crate::models::Algorithm::named($algorithm),
                     $crate::checks::Implementations {
                         learner: learner::VARIANT,
                         stub: stub::VARIANT,
@@ -99,16 +114,43 @@ macro_rules! lesson {
                 )
             })
         }
+
+        $crate::__suites!($kind);
+
+        $(
+            /// This lesson keeps another lesson's contract another way: on
+            /// random timelines it must answer exactly as that lesson's
+            /// reference does.
+            #[test]
+            fn $baseline_test() {
+                lesson().agrees_with_baseline();
+            }
+        )?
     };
 }
 
+/// The standard checks of each kind of subject.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suites {
+    (limiter) => {
+        $crate::config_tests!();
+        $crate::property_tests!();
+        $crate::snapshot_tests!();
+    };
+    (shared_limiter) => {
+        $crate::__suites!(limiter);
+        $crate::loom_tests!();
+    };
+}
+
+/// One implementation compiled in as a subject, driven as its kind says:
+/// `limiter` once over std; `shared_limiter` over std and again over loom.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __variant {
-    ($concurrent:tt, $name:ident, $file:literal, $limiter:ident) => {
-        #[path = ""]
+    ($kind:ident, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
         mod $name {
-            #[path = ""]
             pub mod on_std {
                 #[allow(unused_imports)]
                 pub mod sync {
@@ -118,11 +160,11 @@ macro_rules! __variant {
                 pub mod imp;
             }
 
-            $crate::__variant!(@loom $concurrent, $file);
+            $crate::__variant!(@loom $kind, $file);
 
-            pub struct Drive(on_std::imp::$limiter);
+            pub struct Driven(on_std::imp::$limiter);
 
-            impl $crate::Limiter for Drive {
+            impl $crate::Drive for Driven {
                 fn check(&mut self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
                     // Lesson 01's inherent `check(&mut self)`, or `RateLimiter::check`.
                     #[allow(unused_imports)]
@@ -132,20 +174,19 @@ macro_rules! __variant {
             }
 
             pub const VARIANT: $crate::Variant = $crate::Variant {
-                file: $file,
+                file: $path,
                 source: include_str!($file),
                 build: |limit, period| {
                     on_std::imp::$limiter::new(limit, period)
-                        .map(|l| Box::new(Drive(l)) as Box<dyn $crate::Limiter>)
+                        .map(|l| Box::new(Driven(l)) as Box<dyn $crate::Drive>)
                 },
-                build_loom: $crate::__variant!(@build_loom $concurrent, $limiter),
+                build_loom: $crate::__variant!(@build_loom $kind, $limiter),
             };
         }
     };
-    (@loom false, $file:literal) => {};
-    (@loom true, $file:literal) => {
+    (@loom limiter, $file:literal) => {};
+    (@loom shared_limiter, $file:literal) => {
         // The same file over loom: its warnings were already shown once.
-        #[path = ""]
         #[allow(warnings, clippy::all)]
         pub mod on_loom {
             #[allow(unused_imports)]
@@ -156,10 +197,10 @@ macro_rules! __variant {
             pub mod imp;
         }
     };
-    (@build_loom false, $limiter:ident) => {
+    (@build_loom limiter, $limiter:ident) => {
         None
     };
-    (@build_loom true, $limiter:ident) => {
+    (@build_loom shared_limiter, $limiter:ident) => {
         Some(|limit, period| {
             on_loom::imp::$limiter::new(limit, period)
                 .map(|l| ::std::sync::Arc::new(l) as ::std::sync::Arc<dyn $crate::RateLimiter>)
@@ -167,65 +208,46 @@ macro_rules! __variant {
     };
 }
 
-/// The constructor cases every windowed lesson shares, as an rstest table
-/// (`lesson()` must be in scope): each `ConfigError`, in the contract's order,
-/// and the extreme valid windows.
+/// The constructor cases every lesson shares, as an rstest table (`lesson()`
+/// must be in scope): each `ConfigError` in the contract's order, and the
+/// extreme valid configurations. Each case gives the answer of the windowed
+/// lessons (01–04) and of the token buckets (05, 06), where a capacity times
+/// a refill interval beyond u64 nanoseconds is `TooLarge` as well.
 #[macro_export]
 macro_rules! config_tests {
     () => {
         #[rstest::rstest]
-        #[case::zero_limit(0, ::std::time::Duration::from_secs(1), Err($crate::ConfigError::ZeroLimit))]
-        #[case::zero_limit_is_checked_first(0, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroLimit))]
-        #[case::zero_window(1, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroPeriod))]
-        #[case::window_beyond_u64_nanos(
+        #[case::zero_limit(0, $crate::__nanos!(1_000_000_000), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_limit_is_checked_first(0, $crate::__nanos!(0), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_period(1, $crate::__nanos!(0), Err($crate::ConfigError::ZeroPeriod), Err($crate::ConfigError::ZeroPeriod))]
+        #[case::period_beyond_u64_nanos(
             1,
-            ::std::time::Duration::from_nanos(u64::MAX) + ::std::time::Duration::from_nanos(1),
+            $crate::__nanos!(u64::MAX) + $crate::__nanos!(1),
+            Err($crate::ConfigError::TooLarge),
             Err($crate::ConfigError::TooLarge)
         )]
-        #[case::longest_window(1, ::std::time::Duration::from_nanos(u64::MAX), Ok(()))]
-        #[case::one_nanosecond(5, ::std::time::Duration::from_nanos(1), Ok(()))]
-        #[case::largest_limit(u64::MAX, ::std::time::Duration::from_secs(1), Ok(()))]
+        #[case::whole_bucket_beyond_u64_nanos(2, $crate::__nanos!(u64::MAX / 2 + 1), Ok(()), Err($crate::ConfigError::TooLarge))]
+        #[case::whole_bucket_just_fits(2, $crate::__nanos!(u64::MAX / 2), Ok(()), Ok(()))]
+        #[case::largest_limit_of_one_second(u64::MAX, $crate::__nanos!(1_000_000_000), Ok(()), Err($crate::ConfigError::TooLarge))]
+        #[case::largest_limit_of_one_nanosecond(u64::MAX, $crate::__nanos!(1), Ok(()), Ok(()))]
+        #[case::longest_period(1, $crate::__nanos!(u64::MAX), Ok(()), Ok(()))]
+        #[case::one_nanosecond(5, $crate::__nanos!(1), Ok(()), Ok(()))]
         fn configuration(
             #[case] limit: u64,
-            #[case] window: ::std::time::Duration,
-            #[case] expected: Result<(), $crate::ConfigError>,
+            #[case] period: ::std::time::Duration,
+            #[case] windowed: Result<(), $crate::ConfigError>,
+            #[case] bucket: Result<(), $crate::ConfigError>,
         ) {
-            lesson().config(limit, window, expected);
+            lesson().config(limit, period, windowed, bucket);
         }
     };
 }
 
-/// The constructor cases of the token-bucket lessons, as an rstest table
-/// (`lesson()` must be in scope): a capacity times a refill interval that
-/// does not fit in u64 nanoseconds is `TooLarge` as well.
+#[doc(hidden)]
 #[macro_export]
-macro_rules! bucket_config_tests {
-    () => {
-        #[rstest::rstest]
-        #[case::zero_capacity(0, ::std::time::Duration::from_secs(1), Err($crate::ConfigError::ZeroLimit))]
-        #[case::zero_capacity_is_checked_first(0, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroLimit))]
-        #[case::zero_refill_interval(1, ::std::time::Duration::ZERO, Err($crate::ConfigError::ZeroPeriod))]
-        #[case::refill_interval_beyond_u64_nanos(
-            1,
-            ::std::time::Duration::from_nanos(u64::MAX) + ::std::time::Duration::from_nanos(1),
-            Err($crate::ConfigError::TooLarge)
-        )]
-        #[case::whole_bucket_beyond_u64_nanos(
-            2,
-            ::std::time::Duration::from_nanos(u64::MAX / 2 + 1),
-            Err($crate::ConfigError::TooLarge)
-        )]
-        #[case::whole_bucket_just_fits(2, ::std::time::Duration::from_nanos(u64::MAX / 2), Ok(()))]
-        #[case::largest_capacity(u64::MAX, ::std::time::Duration::from_nanos(1), Ok(()))]
-        #[case::longest_refill_interval(1, ::std::time::Duration::from_nanos(u64::MAX), Ok(()))]
-        #[case::one_nanosecond(5, ::std::time::Duration::from_nanos(1), Ok(()))]
-        fn configuration(
-            #[case] capacity: u64,
-            #[case] refill_every: ::std::time::Duration,
-            #[case] expected: Result<(), $crate::ConfigError>,
-        ) {
-            lesson().config(capacity, refill_every, expected);
-        }
+macro_rules! __nanos {
+    ($n:expr) => {
+        ::std::time::Duration::from_nanos($n)
     };
 }
 
@@ -271,7 +293,7 @@ macro_rules! property_tests {
             lesson().agrees_with_reference();
         }
 
-        /// Exact agreement with the harness's model of SPEC.md.
+        /// Exact agreement with the harness's model of the contract.
         #[test]
         fn agrees_with_model() {
             lesson().agrees_with_model();

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::checks::BuildShared;
 use crate::decision::{describe, Decision, RateLimiter};
+use crate::drive::BuildShared;
 use crate::models::{Algorithm, Model};
 use crate::render::call;
 use crate::sync::{note, reset_trace, take_trace, Op};

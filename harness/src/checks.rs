@@ -9,7 +9,8 @@ use proptest::test_runner::{
     Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
 
-use crate::decision::{describe, ConfigError, Decision, RateLimiter};
+use crate::decision::{describe, ConfigError, Decision};
+use crate::drive::Variant;
 use crate::gen::{timelines, Shape};
 use crate::models::Algorithm;
 use crate::render::{call, first_difference, render, render_compare};
@@ -17,35 +18,6 @@ use crate::subject::Subject;
 use crate::time::Timestamp;
 use crate::timeline::{parse_decisions, Config, Timeline};
 use crate::watchdog::{progress, time_limit, watched, Stop};
-
-/// A limiter driven one call at a time, whatever its lesson's signature
-/// (`&mut self` in lesson 01, [`RateLimiter`] from lesson 02 on).
-pub trait Limiter: Send {
-    fn check(&mut self, key: &str, now: Timestamp) -> Decision;
-}
-
-/// Builds a subject's limiter on the std backend.
-pub type Build = fn(u64, Duration) -> Result<Box<dyn Limiter>, ConfigError>;
-/// Builds a subject's limiter on the loom backend (inside a loom model only).
-pub type BuildShared = fn(u64, Duration) -> Result<Arc<dyn RateLimiter>, ConfigError>;
-
-/// One implementation of a lesson, compiled into the test binary by
-/// [`crate::lesson!`].
-#[derive(Clone, Copy)]
-pub struct Variant {
-    /// The source file, as written in the test file (`../lessons/lesson_02.rs`).
-    pub file: &'static str,
-    pub source: &'static str,
-    pub build: Build,
-    pub build_loom: Option<BuildShared>,
-}
-
-impl Variant {
-    /// The file relative to the project root, as learners see it.
-    pub fn path(&self) -> String {
-        self.file.trim_start_matches("../").to_string()
-    }
-}
 
 /// Everything a check needs, cheap to copy onto a watched thread.
 #[derive(Clone, Copy)]
@@ -95,6 +67,7 @@ impl Lesson {
     ) -> Lesson {
         let names =
             |list: &[(&'static str, Variant)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        crate::watchdog::set_root(root);
         let subject = Subject::from_env(
             &names(&implementations.mistakes),
             &names(&implementations.alternatives),
@@ -191,8 +164,20 @@ impl Lesson {
         }
     }
 
-    /// A constructor case: `new(limit, period)` must give `expected`.
-    pub fn config(&self, limit: u64, period: Duration, expected: Result<(), ConfigError>) {
+    /// A constructor case: `new(limit, period)` must give `windowed` in the
+    /// windowed lessons and `bucket` in the token buckets.
+    pub fn config(
+        &self,
+        limit: u64,
+        period: Duration,
+        windowed: Result<(), ConfigError>,
+        bucket: Result<(), ConfigError>,
+    ) {
+        let expected = if self.algorithm.windowed() {
+            windowed
+        } else {
+            bucket
+        };
         assert_eq!(
             self.algorithm.validate(limit, period),
             expected,
@@ -359,7 +344,7 @@ impl Lesson {
         let (name, _) = self
             .implementations
             .baseline
-            .expect("agrees_with_baseline needs `baseline:` in kata::lesson!");
+            .expect("agrees_with_baseline needs a `baseline` in lessons/lessons.toml");
         self.property(
             &format!("decides like the {name} reference"),
             256,

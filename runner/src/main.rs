@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use kata::runner::{self, Entry, LessonReport, Report, State};
-use kata::suite::{self, Outcome};
+use kata_runner::runner::{self, Entry, LessonReport, Report, State};
+use kata_runner::suite::{self, Outcome};
 use notify::Watcher;
 
 #[derive(Parser)]
@@ -458,23 +458,26 @@ fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The kata is the folder above this crate (`runner/`), unless told.
     let root = cli
         .root
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let lessons = runner::lessons(&root);
-    let done = match cli.command {
-        None => status(&root, &lessons),
-        Some(Command::Watch { lesson }) => watch(&root, &lessons, lesson),
-        Some(Command::Test { lesson, details }) => {
-            find(&lessons, lesson).map(|entry| summarize(&root, entry, details))
-        }
-        Some(Command::Hint { lesson }) => find(&lessons, lesson).and_then(|e| hint(&root, e)),
-        Some(Command::Compare { lesson, timeline }) => {
-            find(&lessons, lesson).and_then(|e| compare(&root, e, timeline))
-        }
-        Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
-        Some(Command::Report { json }) => report(&root, &lessons, json),
-    };
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
+    let root = root.canonicalize().unwrap_or(root);
+    let done = runner::lessons(&root)
+        .map_err(Refusal)
+        .and_then(|lessons| match cli.command {
+            None => status(&root, &lessons),
+            Some(Command::Watch { lesson }) => watch(&root, &lessons, lesson),
+            Some(Command::Test { lesson, details }) => {
+                find(&lessons, lesson).map(|entry| summarize(&root, entry, details))
+            }
+            Some(Command::Hint { lesson }) => find(&lessons, lesson).and_then(|e| hint(&root, e)),
+            Some(Command::Compare { lesson, timeline }) => {
+                find(&lessons, lesson).and_then(|e| compare(&root, e, timeline))
+            }
+            Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
+            Some(Command::Report { json }) => report(&root, &lessons, json),
+        });
     match done {
         Ok(code) => code,
         Err(Refusal(message)) => {

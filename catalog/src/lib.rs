@@ -1,0 +1,395 @@
+//! The kata's lessons, each described once.
+//!
+//! `lessons/lessons.toml` names every lesson: its number, title, kind of
+//! subject, the type the learner writes and the rule it follows. Everything
+//! else is found on disk from the number (see [`Catalog::load`]), so adding a
+//! mistake to a lesson is adding its file. Three programs read the catalog:
+//!
+//! - the lessons' build script ([`build_script`]), which writes the code each
+//!   `tests/lesson_NN.rs` includes through `kata::lesson!()`;
+//! - the runner and the self-check;
+//! - [`problems`], run by this crate's tests, which names every file that
+//!   disagrees with the catalog.
+//!
+//! This crate has no dependencies, so the lesson build pays nothing for it.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+mod parse;
+mod problems;
+
+pub use problems::problems;
+
+/// Where the catalog lives, relative to the kata's root.
+pub const FILE: &str = "lessons/lessons.toml";
+
+/// How a timeline drives a lesson's subject: each kind has a driver in the
+/// harness (`kata::drive`) and a set of standard checks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    /// `check(&mut self, key, now) -> Decision` on one thread.
+    Limiter,
+    /// `RateLimiter::check(&self, key, now) -> Decision`, shared between
+    /// threads: compiled over std and over loom, and raced.
+    SharedLimiter,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 2] = [Kind::Limiter, Kind::SharedLimiter];
+
+    /// As written in the catalog.
+    pub fn id(self) -> &'static str {
+        match self {
+            Kind::Limiter => "limiter",
+            Kind::SharedLimiter => "shared-limiter",
+        }
+    }
+
+    /// As the harness's macros name it.
+    pub fn ident(self) -> &'static str {
+        match self {
+            Kind::Limiter => "limiter",
+            Kind::SharedLimiter => "shared_limiter",
+        }
+    }
+
+    /// Whether the subject is raced by the loom scenarios.
+    pub fn concurrent(self) -> bool {
+        match self {
+            Kind::Limiter => false,
+            Kind::SharedLimiter => true,
+        }
+    }
+
+    fn parse(text: &str) -> Result<Kind, String> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.id() == text)
+            .ok_or_else(|| {
+                let ids: Vec<String> = Kind::ALL.iter().map(|k| format!("{:?}", k.id())).collect();
+                format!("kind {text:?} is not one of {}", ids.join(", "))
+            })
+    }
+}
+
+/// One implementation of a lesson, compiled into its test binary.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct File {
+    /// Its name as a subject (`KATA_SUBJECT=mistake:<name>`).
+    pub name: String,
+    /// Relative to the kata's root, with `/` (`mistakes/lesson_02/x.rs`).
+    pub path: String,
+}
+
+/// One lesson: what the catalog says of it, and its files found on disk.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Lesson {
+    pub number: u32,
+    pub title: String,
+    pub kind: Kind,
+    /// The type the learner writes (`ConcurrentFixedWindow`).
+    pub type_name: String,
+    /// The rule, by the name of the harness's `Algorithm` variant.
+    pub algorithm: String,
+    /// A lesson whose reference this one must equal decision for decision.
+    pub baseline: Option<u32>,
+    /// `mistakes/lesson_NN/*.rs`, by name.
+    pub mistakes: Vec<File>,
+    /// `tests/alternatives/lesson_NN/*.rs` and `solutions/lesson_NN_*.rs`.
+    pub alternatives: Vec<File>,
+}
+
+impl Lesson {
+    /// `lesson_02`: the name of its files and of its test binary.
+    pub fn name(&self) -> String {
+        format!("lesson_{:02}", self.number)
+    }
+
+    pub fn text(&self) -> String {
+        format!("lessons/{}.md", self.name())
+    }
+
+    pub fn learner_file(&self) -> String {
+        format!("lessons/{}.rs", self.name())
+    }
+
+    pub fn stub_file(&self) -> String {
+        format!("lessons/stubs/{}.rs", self.name())
+    }
+
+    pub fn reference_file(&self) -> String {
+        format!("solutions/{}.rs", self.name())
+    }
+
+    pub fn test_file(&self) -> String {
+        format!("tests/{}.rs", self.name())
+    }
+
+    /// The heading its text must start with.
+    pub fn heading(&self) -> String {
+        format!("# Lesson {:02} — {}", self.number, self.title)
+    }
+}
+
+/// Every lesson of a kata, in order.
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    pub root: PathBuf,
+    pub lessons: Vec<Lesson>,
+}
+
+impl Catalog {
+    /// Reads `lessons/lessons.toml` under `root` and finds each lesson's
+    /// mistakes and alternatives. An error is a sentence naming the file and
+    /// line to fix.
+    pub fn load(root: &Path) -> Result<Catalog, String> {
+        let path = root.join(FILE);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut lessons = parse::lessons(&text).map_err(|e| format!("{FILE}: {e}"))?;
+        for lesson in &mut lessons {
+            let name = lesson.name();
+            lesson.mistakes = rust_files(&root.join("mistakes").join(&name), "")
+                .into_iter()
+                .map(|n| File {
+                    path: format!("mistakes/{name}/{n}.rs"),
+                    name: n,
+                })
+                .collect();
+            let mut alternatives: Vec<File> =
+                rust_files(&root.join("tests/alternatives").join(&name), "")
+                    .into_iter()
+                    .map(|n| File {
+                        path: format!("tests/alternatives/{name}/{n}.rs"),
+                        name: n,
+                    })
+                    .collect();
+            let further = format!("{name}_");
+            alternatives.extend(
+                rust_files(&root.join("solutions"), &further)
+                    .into_iter()
+                    .map(|n| File {
+                        path: format!("solutions/{further}{n}.rs"),
+                        name: n,
+                    }),
+            );
+            alternatives.sort_by(|a, b| a.name.cmp(&b.name));
+            lesson.alternatives = alternatives;
+        }
+        let catalog = Catalog {
+            root: root.to_path_buf(),
+            lessons,
+        };
+        catalog.validate()?;
+        Ok(catalog)
+    }
+
+    pub fn lesson(&self, number: u32) -> Option<&Lesson> {
+        self.lessons.iter().find(|l| l.number == number)
+    }
+
+    /// What must hold for the generated code to make sense.
+    fn validate(&self) -> Result<(), String> {
+        let mut seen = Vec::new();
+        for lesson in &self.lessons {
+            if seen.contains(&lesson.number) {
+                return Err(format!(
+                    "{FILE}: lesson {} is described twice",
+                    lesson.number
+                ));
+            }
+            seen.push(lesson.number);
+            if let Some(b) = lesson.baseline {
+                if b == lesson.number || !self.lessons.iter().any(|l| l.number == b) {
+                    return Err(format!(
+                        "{FILE}: lesson {}'s baseline {b} is not another lesson of the catalog",
+                        lesson.number
+                    ));
+                }
+            }
+            let mut names: Vec<&str> = lesson
+                .mistakes
+                .iter()
+                .chain(&lesson.alternatives)
+                .map(|f| f.name.as_str())
+                .collect();
+            names.sort_unstable();
+            if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+                return Err(format!(
+                    "lesson {}: two subjects are named {:?} (a mistake and an alternative, or two \
+                     alternatives); rename one of the files",
+                    lesson.number, w[0]
+                ));
+            }
+            for file in lesson.mistakes.iter().chain(&lesson.alternatives) {
+                if !is_ident(&file.name)
+                    || matches!(
+                        file.name.as_str(),
+                        "learner" | "stub" | "reference" | "baseline"
+                    )
+                {
+                    return Err(format!(
+                        "{}: {:?} cannot name a subject; a file name must be a Rust identifier \
+                         other than learner, stub, reference and baseline",
+                        file.path, file.name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `.rs` files directly in `dir` whose names start with `prefix`, by name
+/// without the prefix and the extension, sorted.
+fn rust_files(dir: &Path, prefix: &str) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter_map(|e| {
+            let file = e.file_name().into_string().ok()?;
+            let stem = file.strip_suffix(".rs")?.strip_prefix(prefix)?;
+            (!stem.is_empty()).then(|| stem.to_string())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+fn is_ident(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// What `build.rs` of the lessons' package runs: writes
+/// `$OUT_DIR/lesson_NN.rs` for every lesson of the catalog, which
+/// `kata::lesson!()` in `tests/lesson_NN.rs` includes. Stops the build with
+/// the catalog's error, if it has one.
+pub fn build_script() {
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"));
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo"));
+    for watched in [FILE, "mistakes", "tests/alternatives", "solutions"] {
+        println!("cargo::rerun-if-changed={watched}");
+    }
+    let catalog = match Catalog::load(&root) {
+        Ok(c) => c,
+        Err(e) => {
+            println!("cargo::error={e}");
+            return;
+        }
+    };
+    for lesson in &catalog.lessons {
+        let code = generate(&catalog, lesson);
+        let file = out.join(format!("{}.rs", lesson.name()));
+        // Only rewritten when it changed, so an unchanged lesson is not rebuilt.
+        if std::fs::read_to_string(&file).ok().as_deref() != Some(code.as_str()) {
+            std::fs::write(&file, code).expect("OUT_DIR is writable");
+        }
+    }
+}
+
+/// The code `tests/lesson_NN.rs` includes: the lesson's implementations as
+/// subjects, `fn lesson()`, and the standard checks of its kind.
+pub fn generate(catalog: &Catalog, lesson: &Lesson) -> String {
+    let root = catalog.root.to_string_lossy().replace('\\', "/");
+    let file = |path: &str| format!("[{path:?}, {:?}]", format!("{root}/{path}"));
+    let list = |files: &[File]| -> String {
+        files
+            .iter()
+            .map(|f| format!("\n        {}: {},", f.name, file(&f.path)))
+            .collect()
+    };
+    let mut code = String::new();
+    let _ = writeln!(
+        code,
+        "// Written by the lessons' build script from {FILE} and the files on disk."
+    );
+    let _ = writeln!(code, "kata::define_lesson! {{");
+    let _ = writeln!(code, "    number: {},", lesson.number);
+    let _ = writeln!(code, "    title: {:?},", lesson.title);
+    let _ = writeln!(code, "    kind: {},", lesson.kind.ident());
+    let _ = writeln!(code, "    algorithm: {:?},", lesson.algorithm);
+    let _ = writeln!(code, "    limiter: {},", lesson.type_name);
+    let _ = writeln!(code, "    learner: {},", file(&lesson.learner_file()));
+    let _ = writeln!(code, "    stub: {},", file(&lesson.stub_file()));
+    let _ = writeln!(code, "    reference: {},", file(&lesson.reference_file()));
+    let _ = writeln!(code, "    mistakes: {{{}\n    }},", list(&lesson.mistakes));
+    let _ = writeln!(
+        code,
+        "    alternatives: {{{}\n    }},",
+        list(&lesson.alternatives)
+    );
+    if let Some(base) = lesson.baseline.and_then(|b| catalog.lesson(b)) {
+        let _ = writeln!(
+            code,
+            "    baseline: {{ {}: {}, test: decides_like_the_lesson_{:02}_reference }},",
+            base.type_name,
+            file(&base.reference_file()),
+            base.number
+        );
+    }
+    let _ = writeln!(code, "}}");
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kata_root() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("catalog/ is inside the kata")
+            .to_path_buf()
+    }
+
+    /// Every file of the kata agrees with the catalog; each problem names
+    /// the file to fix.
+    #[test]
+    fn the_kata_agrees_with_its_catalog() {
+        let catalog = Catalog::load(&kata_root()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(catalog.lessons.len() >= 6, "{:?}", catalog.lessons);
+        let found = problems(&catalog);
+        assert!(found.is_empty(), "\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn finds_mistakes_and_alternatives_on_disk() {
+        let catalog = Catalog::load(&kata_root()).unwrap();
+        let six = catalog.lesson(6).unwrap();
+        assert_eq!(six.baseline, Some(5));
+        assert!(six
+            .alternatives
+            .iter()
+            .any(|a| a.name == "further" && a.path == "solutions/lesson_06_further.rs"));
+        assert!(six
+            .mistakes
+            .iter()
+            .all(|m| m.path.starts_with("mistakes/lesson_06/")));
+        let code = generate(&catalog, six);
+        assert!(code.contains("kind: shared_limiter,"), "{code}");
+        assert!(
+            code.contains("decides_like_the_lesson_05_reference"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn rejects_a_bad_catalog_with_its_line() {
+        let e = parse::lessons("[[lesson]]\nnumber = 1\ntitle = \"x\"\nkind = \"http\"\ntype = \"X\"\nalgorithm = \"FixedWindow\"\n")
+            .unwrap_err();
+        assert!(e.contains("line 4") && e.contains("\"limiter\""), "{e}");
+        let e = parse::lessons("[[lesson]]\nnumber = 1\n").unwrap_err();
+        assert!(e.contains("title"), "{e}");
+        let e = parse::lessons("[[lesson]]\nnumber = one\n").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+        let e = parse::lessons("number = 1\n").unwrap_err();
+        assert!(e.contains("[[lesson]]"), "{e}");
+    }
+}

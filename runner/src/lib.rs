@@ -1,0 +1,11 @@
+//! The kata's runner and self-check, as a library their two binaries share:
+//!
+//! - [`suite`]: runs a lesson's test binary as a child process and reads its
+//!   results;
+//! - [`runner`]: what `cargo run` knows: lesson states, hints, the report.
+//!
+//! The lessons themselves come from `lessons/lessons.toml` through the
+//! `kata-catalog` crate.
+
+pub mod runner;
+pub mod suite;
