@@ -215,6 +215,31 @@ impl Lesson {
         }
     }
 
+    /// Every limit from {0, 1, 2, 2^32 + 1, u64::MAX} with every period from
+    /// {0, 1 ns, 1 s, u64::MAX / 2 ns and one more, u64::MAX ns and one more}:
+    /// each fault at its edge, alone and with every other fault it can occur
+    /// with, judged by the contract's order of checks.
+    pub fn config_grid(&self) {
+        let max = Duration::from_nanos(u64::MAX);
+        let one = Duration::from_nanos(1);
+        let limits = [0, 1, 2, (1u64 << 32) + 1, u64::MAX];
+        let periods = [
+            Duration::ZERO,
+            one,
+            Duration::from_secs(1),
+            Duration::from_nanos(u64::MAX / 2),
+            Duration::from_nanos(u64::MAX / 2 + 1),
+            max,
+            max + one,
+        ];
+        for limit in limits {
+            for period in periods {
+                let expected = self.algorithm.validate(limit, period);
+                self.config(limit, period, expected, expected);
+            }
+        }
+    }
+
     fn unwrap<T>(&self, timeline: &Timeline, r: Result<T, Stop>) -> T {
         r.unwrap_or_else(|stop| panic!("{} {}\ntimeline: {timeline:?}", self.whose(), stop.text()))
     }
@@ -398,6 +423,81 @@ impl Lesson {
             Shape::InOrder,
             probe,
         );
+    }
+
+    /// Many distinct keys, more than any fixed number of buckets a limiter
+    /// might keep state in (a hash modulo 64, 4096 or 65536, a striped lock
+    /// array used as the state itself): each key's answers must be its own.
+    /// Whatever the hasher, two of these keys then share a bucket, and the
+    /// second's first answer shows it. A failure is shrunk to the two keys.
+    pub fn keeps_many_keys_apart(&self) {
+        let ctx = self.ctx();
+        for (limit, period) in [(1, 1_000), (2, 1)] {
+            let config = Config::new(limit, period);
+            // Keys of many shapes: short, long, with shared prefixes, numbered.
+            let keys = (0..MANY_KEYS).map(|i| match i % 4 {
+                0 => format!("{i}"),
+                1 => format!("client-{i:06}"),
+                2 => format!("10.0.{}.{}", i / 256, i % 256),
+                _ => format!("tenant/{}/user/{i}", i % 7),
+            });
+            // Every key twice at one instant (the second answer shows a limit
+            // or a count shared with another key), then once a period later.
+            let mut requests = Vec::with_capacity(MANY_KEYS * 3);
+            for key in keys {
+                requests.push(crate::timeline::Request::new(&key, 5));
+                requests.push(crate::timeline::Request::new(&key, 5));
+            }
+            let later: Vec<_> = requests
+                .iter()
+                .step_by(2)
+                .map(|r| crate::timeline::Request::new(&r.key, 5 + period))
+                .collect();
+            requests.extend(later);
+            let timeline = Timeline { config, requests };
+            let got = self.unwrap(&timeline, run_watched(ctx.tested, &timeline));
+            let want = model_run(ctx.algorithm, &timeline);
+            let Some(i) = first_difference(&got, &want) else {
+                continue;
+            };
+            // The smallest timeline that shows it: the key that went wrong and
+            // one earlier key, each with its requests up to that point.
+            let wrong = &timeline.requests[i].key;
+            let shrunk = timeline.requests[..i]
+                .iter()
+                .map(|r| &r.key)
+                .filter(|k| *k != wrong)
+                .rev()
+                .find_map(|other| {
+                    let mut small = timeline.prefix(i + 1);
+                    small
+                        .requests
+                        .retain(|r| r.key == *other || r.key == *wrong);
+                    let got = run_watched(ctx.tested, &small).ok()?;
+                    let want = model_run(ctx.algorithm, &small);
+                    first_difference(&got, &want).map(|j| (small, got, want, j))
+                });
+            let (t, got, want, j) = shrunk.unwrap_or((timeline.prefix(i + 1), got, want, i));
+            panic!(
+                "lesson {:02} ({}): {} answers one key as if it were another: with {} distinct \
+                 keys, more than any fixed number of buckets, two of them share state. Keep \
+                 state per key (the whole key, as it was given), not per bucket of a hash.\n\
+                 minimal timeline: {t:?}\n\n{}\n\n{}",
+                self.number,
+                self.title,
+                self.whose(),
+                MANY_KEYS,
+                divergence(&t, j, &self.whose(), &got, "the contract", &want),
+                render_compare(
+                    ctx.algorithm,
+                    &t,
+                    ("yours", "contract"),
+                    &got,
+                    &want,
+                    Some(j)
+                )
+            );
+        }
     }
 
     /// No panic, a `retry_after` of at least 1 ns, and the invariant where the
@@ -784,6 +884,10 @@ fn probe(ctx: Ctx, t: &Timeline) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// How many distinct keys [`Lesson::keeps_many_keys_apart`] uses: more than
+/// 2^13 buckets, and enough that a 16-bit hash of them collides.
+const MANY_KEYS: usize = 10_007;
 
 /// The largest `remaining` that is checked by replaying that many requests.
 const PROBE_MOST: u64 = 64;

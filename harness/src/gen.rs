@@ -1,7 +1,8 @@
 //! proptest generators of timelines that aim at the edges: timestamps on and one
 //! nanosecond either side of window boundaries and of the instants a past request
-//! expires, bursts at one instant, several keys (the empty key among them),
-//! long idle gaps, timestamps near `u64::MAX`, and late-delivered timestamps.
+//! expires, bursts at one instant, keys that differ only slightly (the empty key
+//! among them), idle gaps from a few periods to the whole `u64` time line,
+//! timestamps near `u64::MAX`, and late-delivered timestamps.
 
 use proptest::prelude::*;
 
@@ -20,7 +21,40 @@ pub enum Shape {
     Extreme,
 }
 
-const KEYS: [&str; 3] = ["a", "b", ""];
+/// Each timeline draws its keys from one of these sets: keys that differ
+/// only slightly, in every way bytes can, so that a limiter which merges two
+/// distinct keys (by normalising them, keeping a lossy form of them, or
+/// keeping state per bucket of a hash) answers one of them wrongly. Which
+/// keys merge does not depend on the limiter's hasher: these differ in case,
+/// padding, length with a shared prefix, bytes past a long shared prefix,
+/// Unicode normal form and compatibility form. (Many distinct keys, more than
+/// any fixed number of buckets, are `Lesson::keeps_many_keys_apart`'s.)
+const KEY_SETS: [[&str; 3]; 10] = [
+    ["a", "b", ""],
+    // Case and padding.
+    ["a", "A", "a "],
+    [" a", "a", "a\t"],
+    // One key a prefix of another; a NUL byte.
+    ["user:1", "user:10", "user:1\0"],
+    // Past a long shared prefix (a key truncated to 8, 16, 32 or 64 bytes).
+    [
+        "tenant-00042/user-0000000001/route-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/1",
+        "tenant-00042/user-0000000001/route-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/2",
+        "tenant-00042/user-0000000001/route-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/",
+    ],
+    // Precomposed, decomposed and plain: one letter to a reader, three keys.
+    ["\u{e9}", "e\u{301}", "e"],
+    // Fullwidth forms, which compatibility normalisation folds to ASCII.
+    ["\u{ff41}", "a", "\u{ff21}"],
+    // Case folding beyond ASCII.
+    ["\u{df}", "ss", "SS"],
+    ["\u{130}", "i", "I"],
+    // The empty key and keys that trim or strip to it.
+    ["", " ", "\0"],
+];
+
+/// How many keys one timeline uses.
+const KEYS: usize = 3;
 
 /// One step of a timeline: which key calls, and how the clock moves first.
 #[derive(Clone, Copy, Debug)]
@@ -44,8 +78,13 @@ enum Move {
     Fraction(u64, u64, i8),
     /// Forward by a little (under 2·W).
     Forward(u64),
-    /// Forward by several whole periods and a bit: idle gaps.
+    /// Forward by several whole periods and a bit: idle gaps. The number of
+    /// periods goes up to 2^63, so that a count of periods or a timestamp kept
+    /// in too narrow an integer, or compared with wrapping arithmetic, shows.
     Idle(u64, u64),
+    /// Forward by 2^k nanoseconds, or one either side, whatever the period:
+    /// an elapsed time kept in too narrow an integer.
+    Jump(u32, i8),
     /// Backward by a little (out-of-order shapes only).
     Back(u64),
 }
@@ -56,9 +95,13 @@ fn moves(shape: Shape) -> BoxedStrategy<Move> {
         4 => Just(Move::Stay),
         3 => offset.clone().prop_map(Move::Boundary),
         3 => (0usize..8, offset.clone()).prop_map(|(b, o)| Move::Expiry(b, o)),
-        2 => (2u64..=6, 1u64..6, offset).prop_map(|(b, a, o)| Move::Fraction(a % b, b, o)),
+        2 => (2u64..=6, 1u64..6, offset.clone()).prop_map(|(b, a, o)| Move::Fraction(a % b, b, o)),
         3 => (0u64..2_000).prop_map(Move::Forward),
         1 => (2u64..6, 0u64..1_000).prop_map(|(n, f)| Move::Idle(n, f)),
+        1 => (0u32..64, offset.clone(), 0u64..1_000).prop_map(|(k, o, f)| {
+            Move::Idle((1u64 << k).saturating_add_signed(i64::from(o)).max(1), f)
+        }),
+        1 => (0u32..64, offset).prop_map(|(k, o)| Move::Jump(k, o)),
     ];
     match shape {
         Shape::InOrder => in_order.boxed(),
@@ -71,7 +114,7 @@ fn moves(shape: Shape) -> BoxedStrategy<Move> {
 }
 
 fn steps(shape: Shape) -> impl Strategy<Value = Vec<Step>> {
-    let key = prop_oneof![5 => Just(0usize), 3 => Just(1usize), 1 => Just(2usize)];
+    let key = prop_oneof![5 => Just(0usize), 3 => Just(1usize), 2 => Just(2usize)];
     proptest::collection::vec(
         (key, moves(shape)).prop_map(|(key, moves)| Step { key, moves }),
         1..40,
@@ -89,7 +132,7 @@ fn configs(shape: Shape) -> BoxedStrategy<Config> {
     ];
     let period = match shape {
         Shape::InOrder | Shape::OutOfOrder => prop_oneof![
-            1 => Just(1u64),
+            2 => Just(1u64),
             1 => Just(2u64),
             1 => Just(3u64),
             2 => Just(10u64),
@@ -138,14 +181,25 @@ pub fn timelines(algorithm: Algorithm, shape: Shape) -> BoxedStrategy<Timeline> 
     let valid = configs(shape).prop_filter("a valid configuration", move |c| {
         algorithm.validate(c.limit, c.period).is_ok()
     });
-    (valid, starts(shape), steps(shape), own_clocks)
-        .prop_map(move |(config, (start_kind, start), steps, own_clocks)| {
-            build(config, start_kind, start, &steps, own_clocks)
+    // The plain keys half the time; otherwise a set of keys that look alike.
+    let key_set = prop_oneof![
+        9 => Just(0usize),
+        9 => 1..KEY_SETS.len(),
+    ];
+    (valid, starts(shape), key_set, steps(shape), own_clocks)
+        .prop_map(move |(config, start, key_set, steps, own_clocks)| {
+            build(config, start, key_set, &steps, own_clocks)
         })
         .boxed()
 }
 
-fn build(config: Config, start_kind: u8, start: u64, steps: &[Step], own_clocks: bool) -> Timeline {
+fn build(
+    config: Config,
+    (start_kind, start): (u8, u64),
+    key_set: usize,
+    steps: &[Step],
+    own_clocks: bool,
+) -> Timeline {
     let w = config.period_nanos();
     let scale = |n: u64| -> u64 {
         // `n` is in thousandths of a period.
@@ -157,7 +211,7 @@ fn build(config: Config, start_kind: u8, start: u64, steps: &[Step], own_clocks:
         2 => scale(start.saturating_mul(100)),
         _ => u64::MAX - start,
     };
-    let mut clocks = [now; KEYS.len()];
+    let mut clocks = [now; KEYS];
     let mut requests: Vec<Request> = Vec::with_capacity(steps.len());
     for step in steps {
         if own_clocks {
@@ -193,11 +247,15 @@ fn build(config: Config, start_kind: u8, start: u64, steps: &[Step], own_clocks:
             Move::Idle(periods, n) => now
                 .saturating_add(w.saturating_mul(periods))
                 .saturating_add(scale(n)),
+            Move::Jump(k, offset) => {
+                let gap = (1u64 << k).saturating_add_signed(i64::from(offset)).max(1);
+                now.saturating_add(gap)
+            }
             Move::Back(n) => now.saturating_sub(scale(n).max(1)),
         };
         clocks[step.key] = now;
         requests.push(Request {
-            key: KEYS[step.key].to_string(),
+            key: KEY_SETS[key_set][step.key].to_string(),
             now: Timestamp::from_nanos(now),
         });
     }

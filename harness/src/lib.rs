@@ -219,6 +219,12 @@ macro_rules! config_tests {
         #[rstest::rstest]
         #[case::zero_limit(0, $crate::__nanos!(1_000_000_000), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
         #[case::zero_limit_is_checked_first(0, $crate::__nanos!(0), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_limit_is_checked_before_a_period_too_large(
+            0,
+            $crate::__nanos!(u64::MAX) + $crate::__nanos!(1),
+            Err($crate::ConfigError::ZeroLimit),
+            Err($crate::ConfigError::ZeroLimit)
+        )]
         #[case::zero_period(1, $crate::__nanos!(0), Err($crate::ConfigError::ZeroPeriod), Err($crate::ConfigError::ZeroPeriod))]
         #[case::period_beyond_u64_nanos(
             1,
@@ -239,6 +245,13 @@ macro_rules! config_tests {
             #[case] bucket: Result<(), $crate::ConfigError>,
         ) {
             lesson().config(limit, period, windowed, bucket);
+        }
+
+        /// Every pair of a limit and a period from the edges of each fault,
+        /// so that every pair of faults that can occur together is tried.
+        #[test]
+        fn configuration_every_pair_of_faults() {
+            lesson().config_grid();
         }
     };
 }
@@ -305,6 +318,12 @@ macro_rules! property_tests {
             lesson().keeps_the_limit();
         }
 
+        /// More distinct keys than any fixed number of buckets, each its own.
+        #[test]
+        fn keeps_many_keys_apart() {
+            lesson().keeps_many_keys_apart();
+        }
+
         /// `remaining` and `retry_after` checked by replaying the future they promise.
         #[test]
         fn answers_mean_what_they_say() {
@@ -347,6 +366,16 @@ macro_rules! loom_tests {
         #[test]
         fn loom_straddling_a_boundary() {
             lesson().loom($crate::Scenario::straddle());
+        }
+
+        #[test]
+        fn loom_key_after_an_idle_gap() {
+            lesson().loom($crate::Scenario::idle_key());
+        }
+
+        #[test]
+        fn loom_units_left() {
+            lesson().loom($crate::Scenario::units_left());
         }
     };
 }

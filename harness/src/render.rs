@@ -196,7 +196,12 @@ pub fn render_compare(
 
 /// `check("a", 1_000ns)`: how a call is written in messages.
 pub fn call(key: &str, now: Timestamp) -> String {
-    format!("check({key:?}, {now})")
+    let key = show_key(key);
+    if key.starts_with('"') {
+        format!("check({key}, {now})")
+    } else {
+        format!("check(\"{key}\", {now})")
+    }
 }
 
 #[cfg(test)]

@@ -73,6 +73,37 @@ impl Scenario {
         }
     }
 
+    /// The key was used, then went idle for ten thousand periods; two threads
+    /// call at once. A limiter that drops or replaces an idle key's state
+    /// (to save memory, or to reset it) while another thread still holds the
+    /// old state lets both in where only one may pass.
+    pub fn idle_key() -> Scenario {
+        Scenario {
+            name: "idle key",
+            what: "key k is used at 0, then idle for 10_000 periods; two threads call for it at once, limit 1",
+            config: Config::new(1, 1_000),
+            before: calls(&[("k", 0)]),
+            threads: vec![calls(&[("k", 10_000_000)]), calls(&[("k", 10_000_000)])],
+            after: calls(&[("k", 10_000_000)]),
+        }
+    }
+
+    /// An existing key with three units left (requests or tokens); two
+    /// threads call at once. Both are allowed, so every answer's `remaining`
+    /// is checked: a limiter that computes it from a state it did not act on
+    /// (read before another thread's update, or re-read after it) gives two
+    /// callers the same count.
+    pub fn units_left() -> Scenario {
+        Scenario {
+            name: "units left",
+            what: "key k has used one of four units at 0; two threads call for it at 1, and one more call follows",
+            config: Config::new(4, 1_000),
+            before: calls(&[("k", 0)]),
+            threads: vec![calls(&[("k", 1)]), calls(&[("k", 1)])],
+            after: calls(&[("k", 1)]),
+        }
+    }
+
     /// One thread calls just before a period boundary and one on it, after a
     /// call that used half the limit: a reset that is not atomic with the
     /// count lets one side of the boundary undo the other side's count.

@@ -60,17 +60,70 @@ impl Request {
     }
 }
 
-/// Quotes a key when it would not read back as itself.
+/// A key as the notation writes it: bare when it is plain printable ASCII
+/// without `@` or `"`; otherwise quoted, with Rust's escapes (`"a "`,
+/// `"e\u{301}"`, `"\0"`), so that keys which look alike on screen read
+/// differently and every key reads back as itself.
 pub fn show_key(key: &str) -> String {
-    if key.is_empty()
-        || key
-            .chars()
-            .any(|c| c.is_whitespace() || c == '@' || c == '"')
-    {
-        format!("{key:?}")
-    } else {
+    let plain = |c: char| c.is_ascii_graphic() && c != '@' && c != '"' && c != '\\';
+    if !key.is_empty() && key.chars().all(plain) {
         key.to_string()
+    } else {
+        let mut out = String::from('"');
+        for c in key.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                ' ' => out.push(' '),
+                c if c.is_ascii_graphic() => out.push(c),
+                c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            }
+        }
+        out.push('"');
+        out
     }
+}
+
+/// Reads one key written by [`show_key`], from the start of `text`; returns
+/// the key and the rest of the text.
+fn read_key(text: &str) -> Result<(String, &str), String> {
+    let Some(quoted) = text.strip_prefix('"') else {
+        let end = text.find('@').unwrap_or(text.len());
+        return Ok((text[..end].to_string(), &text[end..]));
+    };
+    let mut key = String::new();
+    let mut chars = quoted.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Ok((key, &quoted[i + 1..])),
+            '\\' => match chars.next().map(|(_, c)| c) {
+                Some('"') => key.push('"'),
+                Some('\\') => key.push('\\'),
+                Some('0') => key.push('\0'),
+                Some('t') => key.push('\t'),
+                Some('n') => key.push('\n'),
+                Some('u') => {
+                    let rest = &quoted[i + 2..];
+                    let body = rest
+                        .strip_prefix('{')
+                        .and_then(|r| r.split_once('}'))
+                        .map(|(hex, _)| hex)
+                        .ok_or_else(|| format!("bad \\u escape in {text:?}"))?;
+                    let c = u32::from_str_radix(body, 16)
+                        .ok()
+                        .and_then(char::from_u32)
+                        .ok_or_else(|| format!("bad \\u escape in {text:?}"))?;
+                    key.push(c);
+                    for _ in 0..body.len() + 2 {
+                        chars.next();
+                    }
+                }
+                other => return Err(format!("unknown escape \\{other:?} in {text:?}")),
+            },
+            c => key.push(c),
+        }
+    }
+    Err(format!("{text:?}: the quoted key has no closing quote"))
 }
 
 impl fmt::Debug for Request {
@@ -96,24 +149,35 @@ impl fmt::Debug for Timeline {
 }
 
 impl Timeline {
-    /// Reads requests in the notation `a@0 a@1 ""@999`: one `key@nanos` per
-    /// request, separated by spaces.
+    /// Reads requests in the notation `a@0 a@1 ""@999 "a "@1000`: one
+    /// `key@nanos` per request, separated by spaces, keys quoted as
+    /// [`show_key`] writes them.
     pub fn parse(config: Config, requests: &str) -> Result<Timeline, String> {
-        let requests = requests
-            .split_whitespace()
-            .map(|item| {
-                let (key, nanos) = item
-                    .rsplit_once('@')
-                    .ok_or_else(|| format!("{item:?} is not key@nanos"))?;
-                let key = if key == "\"\"" { "" } else { key };
-                let nanos = nanos
-                    .replace('_', "")
-                    .parse::<u64>()
-                    .map_err(|e| format!("{item:?}: the time is not a u64 of nanoseconds ({e})"))?;
-                Ok(Request::new(key, nanos))
-            })
-            .collect::<Result<_, String>>()?;
-        Ok(Timeline { config, requests })
+        let mut rest = requests.trim_start();
+        let mut list = Vec::new();
+        while !rest.is_empty() {
+            let (key, after) = read_key(rest)?;
+            let item = &rest[..rest.len() - after.len()];
+            let after = after.strip_prefix('@').ok_or_else(|| {
+                format!(
+                    "{:?} is not key@nanos",
+                    rest.split_whitespace().next().unwrap_or(item)
+                )
+            })?;
+            let end = after.find(char::is_whitespace).unwrap_or(after.len());
+            let nanos = after[..end].replace('_', "").parse::<u64>().map_err(|e| {
+                format!(
+                    "{item}@{}: the time is not a u64 of nanoseconds ({e})",
+                    &after[..end]
+                )
+            })?;
+            list.push(Request::new(&key, nanos));
+            rest = after[end..].trim_start();
+        }
+        Ok(Timeline {
+            config,
+            requests: list,
+        })
     }
 
     /// For each request, the latest timestamp its key had been called with up to
@@ -268,6 +332,22 @@ mod tests {
         assert!(!t.in_order());
         assert!(Timeline::parse(Config::new(1, 1), "a").is_err());
         assert!(Timeline::parse(Config::new(1, 1), "a@x").is_err());
+        assert!(Timeline::parse(Config::new(1, 1), "\"a@1").is_err());
+        // Keys that look alike read differently, and read back as themselves.
+        for key in [
+            "a ", " a", "A", "e\u{301}", "\u{e9}", "a\0", "\"q\"", "x\\y", "\u{ff41}", "a@b", "\t",
+        ] {
+            let t = Timeline {
+                config: Config::new(1, 1),
+                requests: vec![Request::new(key, 7), Request::new("b", 8)],
+            };
+            let shown = format!("{t:?}");
+            let back =
+                Timeline::parse(Config::new(1, 1), shown.split_once(": ").unwrap().1).unwrap();
+            assert_eq!(back, t, "{shown}");
+            assert!(shown.is_ascii(), "{shown}");
+        }
+        assert_eq!(show_key("e\u{301}"), "\"e\\u{301}\"");
         assert_eq!(Standard::resolve("two_keys").unwrap().requests.len(), 9);
         assert_eq!(
             Standard::resolve("a@0 b@1").unwrap().config,

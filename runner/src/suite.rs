@@ -23,7 +23,7 @@ impl Kind {
     pub fn of(test: &str) -> Kind {
         if test.starts_with("examples::") {
             Kind::Example
-        } else if test.starts_with("configuration::") {
+        } else if test.starts_with("configuration") {
             Kind::Config
         } else if test.starts_with("timeline_") {
             Kind::Snapshot
