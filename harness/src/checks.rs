@@ -425,6 +425,28 @@ impl Lesson {
         );
     }
 
+    /// The same answers when every call comes from another OS thread: a
+    /// limiter that keeps state per thread (`thread_local!`, a map keyed by
+    /// thread id) answers each new thread as a stranger. Only real threads
+    /// show it: loom runs all its threads on one.
+    pub fn answers_do_not_depend_on_the_thread(&self) {
+        self.property(
+            "answers do not depend on the calling thread",
+            64,
+            Shape::InOrder,
+            |ctx, t| {
+                let got = run_on_threads(ctx.tested, t)?;
+                compare(
+                    ctx,
+                    t,
+                    &got,
+                    "the contract (calls made one thread after another)",
+                    &model_run(ctx.algorithm, t),
+                )
+            },
+        );
+    }
+
     /// Many distinct keys, more than any fixed number of buckets a limiter
     /// might keep state in (a hash modulo 64, 4096 or 65536, a striped lock
     /// array used as the state itself): each key's answers must be its own.
@@ -500,6 +522,18 @@ impl Lesson {
         }
     }
 
+    /// Limits in the hundreds to thousands, reached by long bursts of one key
+    /// and of several keys at once: exact answers, and the limit kept. A
+    /// limiter that caps its state (a log or a map of a few thousand
+    /// entries) shows it here.
+    pub fn keeps_long_bursts(&self) {
+        self.property("keeps long bursts exactly", 16, Shape::Long, |ctx, t| {
+            let got = run(ctx.tested, t)?;
+            compare(ctx, t, &got, "the contract", &model_run(ctx.algorithm, t))?;
+            invariant(ctx, t, &got)
+        });
+    }
+
     /// No panic, a `retry_after` of at least 1 ns, and the invariant where the
     /// arithmetic fits, for periods and timestamps up to `u64::MAX` (late
     /// timestamps among them; late ones near the origin are `keeps_the_limit`'s).
@@ -526,7 +560,8 @@ impl Lesson {
         let config = PropConfig {
             cases,
             failure_persistence: None,
-            max_shrink_iters: 4096,
+            // Each step of a long timeline replays thousands of requests.
+            max_shrink_iters: if shape == Shape::Long { 16 } else { 4096 },
             ..PropConfig::default()
         };
         let mut runner =
@@ -581,6 +616,19 @@ impl Lesson {
         }
     }
 
+    /// Fails, naming the line and the reason, if the file under test uses a
+    /// real clock, per-thread state, sleeps, threads or randomness (its
+    /// answers may depend only on its configuration and its calls), or an
+    /// atomic ordering std rejects.
+    pub fn uses_only_its_inputs(&self) {
+        let v = self.tested();
+        for check in [crate::source::check_inputs, crate::source::check_orderings] {
+            if let Err(e) = check(&v.path(), v.source) {
+                panic!("{e}");
+            }
+        }
+    }
+
     /// Runs one loom scenario against the subject's loom build.
     pub fn loom(&self, scenario: crate::scenarios::Scenario) {
         self.uses_only_the_sync_facade();
@@ -595,8 +643,10 @@ impl Lesson {
 }
 
 /// Shrinks a failing timeline further than proptest can through its
-/// generator: drops one request at a time, keeping each drop after which the
-/// check still fails. Returns the failure of the smallest timeline found.
+/// generator: drops chunks of requests, halving their size down to single
+/// requests, keeping each drop after which the check still fails (so a long
+/// timeline shrinks in few runs). Returns the failure of the smallest
+/// timeline found. Bounded: it replays at most [`SHRINK_BUDGET`] requests.
 fn minimize(
     ctx: Ctx,
     check: fn(Ctx, &Timeline) -> Result<(), String>,
@@ -613,20 +663,33 @@ fn minimize(
             Err(Stop::Hung(_)) => None,
         }
     };
-    let mut i = 0;
-    while i < timeline.requests.len() && timeline.requests.len() > 1 {
-        let mut smaller = timeline.clone();
-        smaller.requests.remove(i);
-        match fails(&smaller) {
-            Some(message) => {
-                timeline = smaller;
-                reason = message;
+    let mut budget = SHRINK_BUDGET;
+    let mut size = timeline.requests.len().div_ceil(2).max(1);
+    loop {
+        let mut i = 0;
+        while i < timeline.requests.len() && timeline.requests.len() > 1 && budget > 0 {
+            let mut smaller = timeline.clone();
+            let end = (i + size).min(smaller.requests.len());
+            smaller.requests.drain(i..end);
+            budget = budget.saturating_sub(smaller.requests.len().max(1));
+            match (smaller.requests.is_empty(), fails(&smaller)) {
+                (false, Some(message)) => {
+                    timeline = smaller;
+                    reason = message;
+                }
+                _ => i += size,
             }
-            None => i += 1,
         }
+        if size == 1 || budget == 0 {
+            break;
+        }
+        size /= 2;
     }
     (reason, timeline)
 }
+
+/// How many requests [`minimize`] may replay in all.
+const SHRINK_BUDGET: usize = 400_000;
 
 fn find(list: &[(&'static str, Variant)], name: &str) -> Variant {
     list.iter()
@@ -672,6 +735,33 @@ fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
             limiter.check(&r.key, r.now)
         })
         .collect())
+}
+
+/// Runs a timeline on a fresh limiter of `variant`, each call on a new OS
+/// thread, one after another.
+fn run_on_threads(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
+    let config = timeline.config;
+    let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
+        format!(
+            "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
+            config.limit, config.period
+        )
+    })?;
+    let mut answers = Vec::with_capacity(timeline.requests.len());
+    for (i, r) in timeline.requests.iter().enumerate() {
+        progress(i);
+        let limiter = &mut limiter;
+        let answer = crate::watchdog::on_another_thread(move || limiter.check(&r.key, r.now))
+            .map_err(|panic| {
+                format!(
+                    "{panic}\n(request #{} {}, on a thread of its own)",
+                    i + 1,
+                    call(&r.key, r.now)
+                )
+            })?;
+        answers.push(answer);
+    }
+    Ok(answers)
 }
 
 /// `request #3 check("a", 999ns)`: the `i`th request, for hang reports. A probe

@@ -19,6 +19,10 @@ pub enum Shape {
     OutOfOrder,
     /// Periods up to `u64::MAX` ns and timestamps near `u64::MAX`, some late.
     Extreme,
+    /// Limits in the hundreds to thousands, and bursts that reach them: of
+    /// one key, and of several keys at once (thousands of requests), so that
+    /// a limiter whose state is silently capped shows it.
+    Long,
 }
 
 /// Each timeline draws its keys from one of these sets: keys that differ
@@ -87,6 +91,12 @@ enum Move {
     Jump(u32, i8),
     /// Backward by a little (out-of-order shapes only).
     Back(u64),
+    /// A burst of the step's key at one instant, `limit · n / 1000` requests
+    /// and one more (long shapes only).
+    Burst(u64),
+    /// Bursts of `keys` keys at one instant, round robin, each of
+    /// `limit · n / 1000` requests and one more (long shapes only).
+    Spread(usize, u64),
 }
 
 fn moves(shape: Shape) -> BoxedStrategy<Move> {
@@ -105,6 +115,12 @@ fn moves(shape: Shape) -> BoxedStrategy<Move> {
     ];
     match shape {
         Shape::InOrder => in_order.boxed(),
+        Shape::Long => prop_oneof![
+            3 => in_order,
+            2 => (500u64..=1_100).prop_map(Move::Burst),
+            1 => (2usize..=8, 300u64..=1_050).prop_map(|(k, n)| Move::Spread(k, n)),
+        ]
+        .boxed(),
         Shape::OutOfOrder | Shape::Extreme => prop_oneof![
             6 => in_order,
             1 => (0u64..2_000).prop_map(Move::Back),
@@ -115,23 +131,37 @@ fn moves(shape: Shape) -> BoxedStrategy<Move> {
 
 fn steps(shape: Shape) -> impl Strategy<Value = Vec<Step>> {
     let key = prop_oneof![5 => Just(0usize), 3 => Just(1usize), 2 => Just(2usize)];
+    // Long timelines are long through their bursts, not their steps.
+    let steps = match shape {
+        Shape::Long => 1..8,
+        Shape::InOrder | Shape::OutOfOrder | Shape::Extreme => 1..40,
+    };
     proptest::collection::vec(
         (key, moves(shape)).prop_map(|(key, moves)| Step { key, moves }),
-        1..40,
+        steps,
     )
 }
 
 fn configs(shape: Shape) -> BoxedStrategy<Config> {
     // Mostly small limits, so that timelines reach them; now and then one
     // that only 64-bit counting survives.
-    let limit = prop_oneof![
-        12 => 1u64..=3,
-        4 => 4u64..=6,
-        1 => Just((1u64 << 32) + 1),
-        1 => Just(u64::MAX),
-    ];
+    let limit = match shape {
+        Shape::Long => prop_oneof![
+            3 => 100u64..=1_000,
+            2 => 1_000u64..=3_000,
+            1 => Just(4_097u64),
+        ]
+        .boxed(),
+        Shape::InOrder | Shape::OutOfOrder | Shape::Extreme => prop_oneof![
+            12 => 1u64..=3,
+            4 => 4u64..=6,
+            1 => Just((1u64 << 32) + 1),
+            1 => Just(u64::MAX),
+        ]
+        .boxed(),
+    };
     let period = match shape {
-        Shape::InOrder | Shape::OutOfOrder => prop_oneof![
+        Shape::InOrder | Shape::OutOfOrder | Shape::Long => prop_oneof![
             2 => Just(1u64),
             1 => Just(2u64),
             1 => Just(3u64),
@@ -163,7 +193,7 @@ fn configs(shape: Shape) -> BoxedStrategy<Config> {
 fn starts(shape: Shape) -> BoxedStrategy<(u8, u64)> {
     match shape {
         // 0: the origin; 1: k·W; 2: anywhere in the first periods.
-        Shape::InOrder | Shape::OutOfOrder => (0u8..3, 0u64..50).boxed(),
+        Shape::InOrder | Shape::OutOfOrder | Shape::Long => (0u8..3, 0u64..50).boxed(),
         // 3: u64::MAX minus a little.
         Shape::Extreme => (Just(3u8), 0u64..5_000).boxed(),
     }
@@ -252,6 +282,25 @@ fn build(
                 now.saturating_add(gap)
             }
             Move::Back(n) => now.saturating_sub(scale(n).max(1)),
+            Move::Burst(n) | Move::Spread(_, n) => {
+                let keys = match step.moves {
+                    Move::Spread(k, _) => k as u64,
+                    _ => 1,
+                };
+                let each = burst_size(config.limit, n).min(MOST_AT_ONCE / keys);
+                let room = MOST_REQUESTS.saturating_sub(requests.len() as u64);
+                for i in 0..(each * keys).min(room) {
+                    let key = match step.moves {
+                        Move::Spread(..) => format!("burst-{}", i % keys),
+                        _ => KEY_SETS[key_set][step.key].to_string(),
+                    };
+                    requests.push(Request {
+                        key,
+                        now: Timestamp::from_nanos(now),
+                    });
+                }
+                continue;
+            }
         };
         clocks[step.key] = now;
         requests.push(Request {
@@ -260,6 +309,17 @@ fn build(
         });
     }
     Timeline { config, requests }
+}
+
+/// The most requests of one burst, over all its keys.
+const MOST_AT_ONCE: u64 = 12_000;
+/// The most requests of a long timeline.
+const MOST_REQUESTS: u64 = 20_000;
+
+/// A burst of `limit · n / 1000` requests and one more, up to a limit a bit
+/// past 4_096 (a state capped at a round number shows).
+fn burst_size(limit: u64, n: u64) -> u64 {
+    (u128::from(limit) * u128::from(n) / 1_000 + 1).min(4_200) as u64
 }
 
 fn shift(at: u128, offset: i8) -> u128 {

@@ -134,6 +134,12 @@ macro_rules! define_lesson {
 #[macro_export]
 macro_rules! __suites {
     (limiter) => {
+        /// The answers depend only on the configuration and the calls.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
         $crate::config_tests!();
         $crate::property_tests!();
         $crate::snapshot_tests!();
@@ -316,6 +322,18 @@ macro_rules! property_tests {
         #[test]
         fn keeps_the_limit() {
             lesson().keeps_the_limit();
+        }
+
+        /// The same answers when each call comes from another OS thread.
+        #[test]
+        fn answers_do_not_depend_on_the_thread() {
+            lesson().answers_do_not_depend_on_the_thread();
+        }
+
+        /// Limits in the thousands, reached by long bursts.
+        #[test]
+        fn keeps_long_bursts() {
+            lesson().keeps_long_bursts();
         }
 
         /// More distinct keys than any fixed number of buckets, each its own.

@@ -224,8 +224,21 @@ pub struct Model {
 struct KeyLog {
     /// The latest timestamp this key was called with (denied calls count).
     latest: u128,
-    /// Every allowed request, at the timestamp the contract places it.
+    /// Every allowed request, at the timestamp the contract places it (so
+    /// in order: a key's placed timestamps never decrease).
     allowed: Vec<u128>,
+    /// The token bucket after the last allowed request: its credit in
+    /// nanoseconds (T per token) and when that was. The same fold over
+    /// `allowed` as [`Model::admits`] would make, kept as it goes.
+    bucket: Option<(u128, u128)>,
+}
+
+impl KeyLog {
+    /// How many allowed requests were placed in `[from, to)`.
+    fn count(&self, from: u128, to: u128) -> u128 {
+        let below = |bound: u128| self.allowed.partition_point(|t| *t < bound);
+        below(to).saturating_sub(below(from)) as u128
+    }
 }
 
 impl Model {
@@ -256,10 +269,17 @@ impl Model {
     }
 
     pub fn decide(&mut self, key: &str, now: u64) -> Decision {
-        let log = self.keys.entry(key.to_string()).or_default();
+        let mut log = self.keys.remove(key).unwrap_or_default();
         log.latest = log.latest.max(u128::from(now));
-        let (now, log) = (log.latest, log.clone());
-        let admits = |extra: u128, at: u128| self.admits(&log, extra, at);
+        let decision = self.decide_for(&mut log);
+        self.keys.insert(key.to_string(), log);
+        decision
+    }
+
+    /// [`Model::decide`] for one key's log, at its latest timestamp.
+    fn decide_for(&self, log: &mut KeyLog) -> Decision {
+        let now = log.latest;
+        let admits = |extra: u128, at: u128| self.admits(log, extra, at);
         if !admits(0, now) {
             // The rule only relaxes as time passes, and relaxes fully within
             // this bound, so the first instant it admits is a binary search away.
@@ -272,11 +292,14 @@ impl Model {
         }
         // This request and `remaining` more are admitted at `now`.
         let remaining = first(1, self.limit, |extra| !admits(extra, now)) - 1;
-        self.keys
-            .get_mut(key)
-            .expect("inserted above")
-            .allowed
-            .push(now);
+        if self.algorithm == Algorithm::TokenBucket {
+            let (capacity, w) = (self.limit * self.period, self.period);
+            log.bucket = Some(match log.bucket {
+                None => (capacity - w, now),
+                Some((credit, last)) => ((credit + (now - last)).min(capacity) - w, now),
+            });
+        }
+        log.allowed.push(now);
         Decision::Allowed {
             remaining: remaining as u64,
         }
@@ -286,12 +309,7 @@ impl Model {
     /// that same instant had been allowed first?
     fn admits(&self, log: &KeyLog, extra: u128, at: u128) -> bool {
         let (l, w) = (self.limit, self.period);
-        let count = |from: u128, to: u128| -> u128 {
-            log.allowed
-                .iter()
-                .filter(|t| from <= **t && **t < to)
-                .count() as u128
-        };
+        let count = |from: u128, to: u128| log.count(from, to);
         match self.algorithm {
             Algorithm::FixedWindow => {
                 let start = at / w * w;
@@ -311,13 +329,10 @@ impl Model {
                 // Tokens are counted in nanoseconds of credit, T per token, so
                 // that a fraction of T is kept exactly.
                 // A new key's bucket is full; each allowed request took one.
+                // The credit after the last allowed request, `(credit + (t −
+                // last)).min(capacity) − T` folded over every allowed t.
                 let capacity = l * w;
-                let mut credit = capacity;
-                let mut last = log.allowed.first().copied().unwrap_or(at);
-                for &t in &log.allowed {
-                    credit = (credit + (t - last)).min(capacity) - w;
-                    last = t;
-                }
+                let (credit, last) = log.bucket.unwrap_or((capacity, at));
                 // `extra` more requests at `at` take a token each first.
                 (credit + (at - last)).min(capacity) >= (extra + 1) * w
             }

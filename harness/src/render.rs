@@ -50,6 +50,36 @@ fn table(rows: &[Vec<String>]) -> String {
     out
 }
 
+/// Which rows of a long table to show: the first few, then the ones that
+/// lead up to `mark` (or the last ones), `None` standing for the rows left
+/// out. Tables of up to 40 rows are shown whole.
+fn shown_rows(n: usize, mark: Option<usize>) -> Vec<Option<usize>> {
+    const WHOLE: usize = 40;
+    const HEAD: usize = 8;
+    const LEAD: usize = 12;
+    if n <= WHOLE {
+        return (0..n).map(Some).collect();
+    }
+    let end = mark.map_or(n, |m| (m + 3).min(n));
+    let from = end.saturating_sub(LEAD).max(HEAD);
+    let mut rows: Vec<Option<usize>> = (0..HEAD).map(Some).collect();
+    if from > HEAD {
+        rows.push(None);
+    }
+    rows.extend((from..end).map(Some));
+    if end < n {
+        rows.push(None);
+    }
+    rows
+}
+
+/// The row standing for rows left out.
+fn left_out(columns: usize) -> Vec<String> {
+    let mut row = vec!["…".to_string()];
+    row.resize(columns, String::new());
+    row
+}
+
 fn heading(algorithm: Algorithm, timeline: &Timeline) -> String {
     format!(
         "{} ({algorithm:?})\n\n",
@@ -78,7 +108,13 @@ pub fn render(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision])
         "retry after".into(),
     ]];
     let placed = timeline.placed();
-    for (i, (r, d)) in timeline.requests.iter().zip(decisions).enumerate() {
+    let n = timeline.requests.len().min(decisions.len());
+    for i in shown_rows(n, None) {
+        let Some(i) = i else {
+            rows.push(left_out(6));
+            continue;
+        };
+        let (r, d) = (&timeline.requests[i], &decisions[i]);
         let (remaining, retry) = remaining_and_retry(d);
         rows.push(vec![
             (i + 1).to_string(),
@@ -101,6 +137,12 @@ pub fn render(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision])
 /// since the origin) is crossed, `:` where one or more whole periods pass with
 /// no request at all.
 pub fn strip_chart(algorithm: Algorithm, timeline: &Timeline, decisions: &[Decision]) -> String {
+    if timeline.requests.len() > 200 {
+        return format!(
+            "(no strip chart: {} requests are too many to draw)\n",
+            timeline.requests.len()
+        );
+    }
     let period = timeline.config.period.as_nanos().max(1);
     let mut keys: Vec<&str> = Vec::new();
     for r in &timeline.requests {
@@ -175,7 +217,12 @@ pub fn render_compare(
             .unwrap_or_else(|| "-".into())
     };
     let placed = timeline.placed();
-    for (i, r) in timeline.requests.iter().enumerate() {
+    for i in shown_rows(timeline.requests.len(), mark) {
+        let Some(i) = i else {
+            rows.push(left_out(6));
+            continue;
+        };
+        let r = &timeline.requests[i];
         rows.push(vec![
             (i + 1).to_string(),
             at(r.now, placed[i]),
@@ -207,6 +254,17 @@ pub fn call(key: &str, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_tables_show_their_start_and_the_lead_up_to_the_mark() {
+        assert_eq!(shown_rows(3, Some(1)), vec![Some(0), Some(1), Some(2)]);
+        let rows = shown_rows(1_000, Some(500));
+        assert_eq!(rows.len(), 8 + 1 + 12 + 1);
+        assert!(rows.contains(&Some(500)) && rows.contains(&Some(502)));
+        assert_eq!(rows[8], None);
+        assert_eq!(*rows.last().unwrap(), None);
+        assert_eq!(shown_rows(100, None).last(), Some(&Some(99)));
+    }
     use crate::timeline::{parse_decisions, Config};
 
     #[test]

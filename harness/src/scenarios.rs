@@ -149,15 +149,21 @@ fn execution(build: BuildShared, s: &Scenario) -> Answers {
         .map(|list| {
             let (limiter, list) = (limiter.clone(), list.clone());
             loom::thread::spawn(move || {
-                list.iter()
-                    .map(|r| checked(&*limiter, r))
-                    .collect::<Vec<_>>()
+                // A panic must not unwind out of a loom thread (the process
+                // would abort): it ends the thread, and the main thread
+                // raises it again at join.
+                panic::catch_unwind(AssertUnwindSafe(|| {
+                    list.iter()
+                        .map(|r| checked(&*limiter, r))
+                        .collect::<Vec<_>>()
+                }))
             })
         })
         .collect();
     let mut threads = vec![s.threads[0].iter().map(|r| checked(&*limiter, r)).collect()];
     for h in handles {
-        threads.push(h.join().unwrap_or_else(|p| panic::resume_unwind(p)));
+        let joined = h.join().unwrap_or_else(Err);
+        threads.push(joined.unwrap_or_else(|p| panic::resume_unwind(p)));
     }
     let after = s.after.iter().map(|r| checked(&*limiter, r)).collect();
     Answers {

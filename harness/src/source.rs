@@ -145,9 +145,195 @@ pub fn check_sync_imports(file: &str, source: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// What makes a limiter's answers depend on more than its configuration and
+/// its calls, each with the reason a learner needs.
+const OUTSIDE_INPUTS: &[(&str, &str)] = &[
+    (
+        "Instant",
+        "reads the real clock: time is passed in as `now`, and answers must not depend on \
+         when the tests happen to run",
+    ),
+    (
+        "SystemTime",
+        "reads the real clock: time is passed in as `now`, and answers must not depend on \
+         when the tests happen to run",
+    ),
+    (
+        "thread_local!",
+        "keeps state per OS thread: two callers on two threads would see two limiters (and \
+         loom runs every thread on one OS thread, so it cannot see the difference)",
+    ),
+    (
+        "thread::current",
+        "makes the answer depend on which thread calls: every thread must share one limiter",
+    ),
+    (
+        "ThreadId",
+        "makes the answer depend on which thread calls: every thread must share one limiter",
+    ),
+    (
+        "sleep(",
+        "waits on the real clock: a limiter never sleeps, it answers at once",
+    ),
+    (
+        "thread::spawn",
+        "starts a thread: a limiter answers each call on the caller's thread",
+    ),
+    (
+        "rand::",
+        "draws random numbers: the same calls must always get the same answers",
+    ),
+    (
+        "RandomState::new",
+        "the answers must not depend on a hash seed",
+    ),
+];
+
+/// Fails, naming the line and the reason, if a limiter's file uses
+/// something that makes its answers depend on more than its configuration
+/// and its calls: a real clock, per-thread state, sleeping, threads.
+pub fn check_inputs(file: &str, source: &str) -> Result<(), String> {
+    let code = code_only(source);
+    for (n, line) in code.lines().enumerate() {
+        let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        let hit = OUTSIDE_INPUTS.iter().find(|(name, _)| {
+            squeezed.match_indices(name).any(|(i, _)| {
+                // A whole name, not the end of a longer one (`MyInstant`).
+                let before = squeezed[..i].chars().next_back();
+                !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            })
+        });
+        if let Some((name, why)) = hit {
+            let original = source.lines().nth(n).unwrap_or("").trim();
+            return Err(format!(
+                "{file}:{}: `{original}` uses `{}`, which {why}. A limiter's answers may depend \
+                 only on its configuration and the `(key, now)` calls it was given.",
+                n + 1,
+                name.trim_end_matches('(')
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Which atomic calls take which ordering argument, and what std allows
+/// there (the orderings it panics on when the line runs).
+const ORDERING_RULES: &[(&str, usize, &[&str], &str)] = &[
+    (
+        ".load(",
+        0,
+        &["Release", "AcqRel"],
+        "a load takes Relaxed, Acquire or SeqCst",
+    ),
+    (
+        ".store(",
+        1,
+        &["Acquire", "AcqRel"],
+        "a store takes Relaxed, Release or SeqCst",
+    ),
+    (
+        ".compare_exchange(",
+        3,
+        &["Release", "AcqRel"],
+        "the failure ordering is a load's: Relaxed, Acquire or SeqCst",
+    ),
+    (
+        ".compare_exchange_weak(",
+        3,
+        &["Release", "AcqRel"],
+        "the failure ordering is a load's: Relaxed, Acquire or SeqCst",
+    ),
+    (
+        ".fetch_update(",
+        1,
+        &["Release", "AcqRel"],
+        "the fetch ordering is a load's: Relaxed, Acquire or SeqCst",
+    ),
+];
+
+/// Fails, naming the line, on an atomic call written with an ordering std
+/// rejects, whether or not the tests ever run that line (a contended path
+/// may never run single-threaded). The facade also fails when one runs.
+pub fn check_orderings(file: &str, source: &str) -> Result<(), String> {
+    let code = code_only(source);
+    for (call, arg, wrong, rule) in ORDERING_RULES {
+        for (start, _) in code.match_indices(call) {
+            let args = &code[start + call.len()..];
+            // The arguments up to the closing parenthesis, split at top-level commas.
+            let mut depth = 0usize;
+            let mut parts = vec![String::new()];
+            for c in args.chars() {
+                match c {
+                    '(' | '[' | '{' => depth += 1,
+                    ')' | ']' | '}' if depth == 0 => break,
+                    ')' | ']' | '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        parts.push(String::new());
+                        continue;
+                    }
+                    _ => {}
+                }
+                parts.last_mut().expect("one part at least").push(c);
+            }
+            let Some(given) = parts.get(*arg) else {
+                continue;
+            };
+            let given = given.trim();
+            if let Some(bad) = wrong
+                .iter()
+                .find(|w| given == **w || given.ends_with(&format!("::{w}")))
+            {
+                let line = code[..start].matches('\n').count();
+                let original = source.lines().nth(line).unwrap_or("").trim();
+                return Err(format!(
+                    "{file}:{}: `{original}` passes Ordering::{bad} where {rule}; std panics \
+                     when this line runs, which may be only when threads contend.",
+                    line + 1
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn answers_may_depend_only_on_the_calls() {
+        let ok = "// not Instant::now()\nstruct MyInstant;\nlet s = \"SystemTime\";\nfn f(now: Timestamp) {}";
+        assert_eq!(check_inputs("f.rs", ok), Ok(()));
+        let clock = "use std::time::{Duration, Instant};\n";
+        let e = check_inputs("lessons/lesson_03.rs", clock).unwrap_err();
+        assert!(
+            e.starts_with("lessons/lesson_03.rs:1:") && e.contains("real clock"),
+            "{e}"
+        );
+        let local = "struct L;\nthread_local! {\n    static C: u64 = 0;\n}";
+        let e = check_inputs("f.rs", local).unwrap_err();
+        assert!(
+            e.starts_with("f.rs:2:") && e.contains("per OS thread"),
+            "{e}"
+        );
+        assert!(check_inputs("f.rs", "let id = std::thread::current().id();").is_err());
+        assert!(check_inputs("f.rs", "std::thread::sleep(d);").is_err());
+    }
+
+    #[test]
+    fn orderings_std_rejects_are_named_with_their_line() {
+        let ok = "a.load(Ordering::Acquire);\na.compare_exchange(x, y, Ordering::AcqRel, Ordering::Acquire);\na.store(1, Ordering::Release);";
+        assert_eq!(check_orderings("f.rs", ok), Ok(()));
+        let load = "let x = 1;\nlet v = tat.load(Ordering::AcqRel);";
+        let e = check_orderings("f.rs", load).unwrap_err();
+        assert!(e.starts_with("f.rs:2:") && e.contains("AcqRel"), "{e}");
+        let cas =
+            "s.compare_exchange_weak(\n    a,\n    f(b, c),\n    O::SeqCst,\n    O::Release,\n)";
+        assert!(check_orderings("f.rs", cas)
+            .unwrap_err()
+            .starts_with("f.rs:1:"));
+        assert!(check_orderings("f.rs", "a.store(v, Acquire)").is_err());
+    }
 
     #[test]
     fn accepts_the_facade_and_mentions_in_comments() {

@@ -9,8 +9,14 @@
 //! - remember the source line of each lock and atomic operation
 //!   (`#[track_caller]`), so a loom failure prints the interleaving that broke
 //!   the limiter as `thread 1  lessons/lesson_02.rs:38  lock` lines;
-//! - notice a thread locking a lock it already holds, and fail with both lines
-//!   instead of hanging the std tests or aborting the loom model;
+//! - notice a thread locking a lock it already holds, or (under loom) two
+//!   threads each waiting for a lock the other holds, and fail with the
+//!   lines where each lock was taken, instead of hanging the std tests or
+//!   aborting the loom model;
+//! - give loom's scheduler a branch point while a lock is held, so that
+//!   other threads run (and `try_lock` fails) inside a critical section;
+//! - reject the memory orderings std rejects (an `AcqRel` load, an `Acquire`
+//!   store, a `Release` failure ordering) on both backends, with the line;
 //! - let the harness's watchdog stop a learner's endless loop at its next
 //!   sync operation, and say which line it was spinning on.
 
@@ -63,6 +69,11 @@ thread_local! {
     // number to tell its threads apart.
     static TRACE: RefCell<Vec<Op>> = const { RefCell::new(Vec::new()) };
     static HELD: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    // Loom threads that wait for a lock another thread holds.
+    static WAITING: RefCell<Vec<Held>> = const { RefCell::new(Vec::new()) };
+    // Set when a deadlock is found: what the threads do while the failure
+    // unwinds is not part of the schedule that failed.
+    static FROZEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     static WATCH: RefCell<Option<StdArc<Watch>>> = const { RefCell::new(None) };
     static STD_THREAD: usize = {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
@@ -89,6 +100,8 @@ fn thread_number(backend: Backend) -> usize {
 pub fn reset_trace() {
     TRACE.with(|t| t.borrow_mut().clear());
     HELD.with(|h| h.borrow_mut().clear());
+    WAITING.with(|w| w.borrow_mut().clear());
+    FROZEN.with(|f| f.set(false));
 }
 
 /// The operations recorded since the last [`reset_trace`] on this OS thread.
@@ -108,7 +121,7 @@ pub fn set_watch(watch: Option<StdArc<Watch>>) {
 }
 
 fn record(backend: Backend, at: &'static Location<'static>, what: impl FnOnce() -> String) {
-    if backend == Backend::Loom {
+    if backend == Backend::Loom && !FROZEN.try_with(|f| f.get()).unwrap_or(false) {
         let thread = thread_number(backend);
         let _ = TRACE.try_with(|t| {
             t.borrow_mut().push(Op {
@@ -183,8 +196,54 @@ fn acquire(
              drop(guard)) before locking again, or pass the guarded data to the code that needs it."
         );
     }
-    HELD.with(|held| {
-        held.borrow_mut().push(Held {
+    if blocking && backend == Backend::Loom {
+        if let Some(report) = lock_order_deadlock(thread, addr, access, kind, at) {
+            panic!("{report}");
+        }
+    }
+    HeldToken {
+        backend,
+        thread,
+        addr,
+        access,
+        kind,
+        at,
+    }
+}
+
+/// Whether a hold of a lock and a request for it exclude each other.
+fn conflicts(held: Access, wanted: Access) -> bool {
+    held == Access::Exclusive || wanted == Access::Exclusive
+}
+
+/// Called under loom before a blocking lock call. Records that this thread
+/// wants the lock (until [`HeldToken::obtained`]); if another thread holds
+/// it, and that thread (or one it waits for, and so on) wants a lock this
+/// thread holds, no thread of the cycle can ever go on: returns the report
+/// naming each thread, the lock it holds and where it took it, and the lock
+/// it waits for and where. Locks count as held once obtained, so a thread
+/// that loom stopped between asking and obtaining is a waiter, not a holder.
+fn lock_order_deadlock(
+    thread: usize,
+    addr: usize,
+    access: Access,
+    kind: &'static str,
+    at: &'static Location<'static>,
+) -> Option<String> {
+    let holders = |addr: usize,
+                   wanted: Access,
+                   me: usize|
+     -> Vec<(usize, &'static str, &'static Location<'static>)> {
+        HELD.with(|held| {
+            held.borrow()
+                .iter()
+                .filter(|h| h.addr == addr && h.thread != me && conflicts(h.access, wanted))
+                .map(|h| (h.thread, h.kind, h.at))
+                .collect()
+        })
+    };
+    WAITING.with(|w| {
+        w.borrow_mut().push(Held {
             thread,
             addr,
             access,
@@ -192,13 +251,106 @@ fn acquire(
             at,
         })
     });
-    HeldToken {
-        backend,
-        thread,
-        addr,
-        kind,
-        at,
+    // Follow who waits for whom, from this thread's wait.
+    let mut chain: Vec<(usize, &'static str, &'static Location<'static>, usize)> =
+        vec![(thread, kind, at, addr)];
+    let mut seen = vec![thread];
+    loop {
+        let (waiter, _, _, lock) = *chain.last().expect("the chain starts with this thread");
+        let wanted = WAITING.with(|w| {
+            w.borrow()
+                .iter()
+                .find(|h| h.thread == waiter)
+                .map_or(Access::Exclusive, |h| h.access)
+        });
+        let next = holders(lock, wanted, waiter);
+        if next.iter().any(|(t, _, _)| *t == thread) {
+            record(Backend::Loom, at, || {
+                format!(
+                    "{kind}: waits for a lock held by thread {}: deadlock",
+                    chain[1.min(chain.len() - 1)].0
+                )
+            });
+            FROZEN.with(|f| f.set(true));
+            return Some(describe_cycle(&chain));
+        }
+        let &(holder, _, _) = next.iter().find(|(t, _, _)| !seen.contains(t))?;
+        let wait = WAITING.with(|w| {
+            w.borrow()
+                .iter()
+                .find(|h| h.thread == holder)
+                .map(|h| (h.kind, h.at, h.addr))
+        })?;
+        seen.push(holder);
+        chain.push((holder, wait.0, wait.1, wait.2));
     }
+}
+
+/// `lessons/lesson_02.rs:38`: a place as learners see it.
+fn place(at: &Location<'_>) -> String {
+    format!("{}:{}", crate::watchdog::tidy_path(at.file()), at.line())
+}
+
+/// `deadlock between threads: thread 1 holds … and waits for …; thread 2 …`
+fn describe_cycle(chain: &[(usize, &'static str, &'static Location<'static>, usize)]) -> String {
+    let mut text = String::from(
+        "deadlock between threads: each waits for a lock another one holds, so none can go on.\n",
+    );
+    let lock_name = |kind: &str| {
+        if kind.starts_with("Mutex") {
+            "Mutex"
+        } else {
+            "RwLock"
+        }
+    };
+    // Locks are named by the order they appear in, so the report reads alike
+    // on every run.
+    let mut names: Vec<usize> = Vec::new();
+    let mut name = |addr: usize| {
+        let i = names.iter().position(|a| *a == addr).unwrap_or_else(|| {
+            names.push(addr);
+            names.len() - 1
+        });
+        char::from(b'A' + (i % 26) as u8)
+    };
+    for (i, &(thread, kind, at, wants)) in chain.iter().enumerate() {
+        let holds: Vec<String> = HELD
+            .with(|held| {
+                held.borrow()
+                    .iter()
+                    .filter(|h| h.thread == thread)
+                    .map(|h| (h.addr, h.kind, h.at))
+                    .collect::<Vec<_>>()
+            })
+            .into_iter()
+            .filter(|(addr, _, _)| {
+                // The lock the previous thread of the cycle waits for.
+                let prev = chain[(i + chain.len() - 1) % chain.len()].3;
+                *addr == prev || chain.len() == 1
+            })
+            .map(|(addr, hkind, hat)| {
+                format!(
+                    "holds {} {} (taken by {hkind} at {})",
+                    lock_name(hkind),
+                    name(addr),
+                    place(hat)
+                )
+            })
+            .collect();
+        text.push_str(&format!(
+            "  thread {thread} {} and waits for {} {} ({kind} at {})\n",
+            holds.join(" and "),
+            lock_name(kind),
+            name(wants),
+            place(at)
+        ));
+    }
+    text.push_str(
+        "Two locks taken in opposite orders by two paths deadlock as soon as both paths run at \
+         once. Take them in one order everywhere (for example the map's lock before a key's), \
+         or release the first before taking the second.",
+    );
+    text
 }
 
 /// Dropped with the guard that owns it: the lock is no longer held.
@@ -207,6 +359,7 @@ pub struct HeldToken {
     backend: Backend,
     thread: usize,
     addr: usize,
+    access: Access,
     kind: &'static str,
     at: &'static Location<'static>,
 }
@@ -215,6 +368,16 @@ impl HeldToken {
     /// Records that the lock was actually obtained (after any wait).
     fn obtained(self) -> Self {
         let kind = self.kind;
+        let _ = WAITING.try_with(|w| w.borrow_mut().retain(|h| h.thread != self.thread));
+        HELD.with(|held| {
+            held.borrow_mut().push(Held {
+                thread: self.thread,
+                addr: self.addr,
+                access: self.access,
+                kind,
+                at: self.at,
+            })
+        });
         record(self.backend, self.at, || format!("{kind}: acquired"));
         self
     }
@@ -233,6 +396,48 @@ impl Drop for HeldToken {
         });
         let (kind, at) = (self.kind, self.at);
         record(self.backend, at, || format!("{kind}: released"));
+    }
+}
+
+/// Which orderings an atomic operation may take.
+#[derive(Clone, Copy)]
+#[doc(hidden)]
+pub enum Role {
+    Load,
+    Store,
+    /// The failure ordering of a compare-exchange, the fetch ordering of
+    /// `fetch_update`: a load.
+    Failure,
+}
+
+/// Fails with the learner's line on an ordering std rejects at run time
+/// (std panics too, but only when that line runs, which may be only on a
+/// contended path; loom accepts them all).
+#[track_caller]
+#[doc(hidden)]
+pub fn check_ordering(op: &'static str, role: Role, order: std::sync::atomic::Ordering) {
+    use std::sync::atomic::Ordering as O;
+    let (wrong, allowed) = match role {
+        Role::Load | Role::Failure => (
+            matches!(order, O::Release | O::AcqRel),
+            "Relaxed, Acquire or SeqCst",
+        ),
+        Role::Store => (
+            matches!(order, O::Acquire | O::AcqRel),
+            "Relaxed, Release or SeqCst",
+        ),
+    };
+    if wrong {
+        let what = match role {
+            Role::Load => "a load",
+            Role::Store => "a store",
+            Role::Failure => "the failure ordering (the load made when the exchange fails)",
+        };
+        panic!(
+            "{op} with Ordering::{order:?} at {}: std rejects this ordering for {what}, and panics \
+             when the line runs, which may be only when threads contend. Use {allowed}.",
+            Location::caller()
+        );
     }
 }
 
@@ -257,6 +462,7 @@ macro_rules! atomic_common {
 
             #[track_caller]
             pub fn load(&self, order: Ordering) -> $int {
+                check_ordering("load", Role::Load, order);
                 op(
                     $backend,
                     "load",
@@ -267,6 +473,7 @@ macro_rules! atomic_common {
 
             #[track_caller]
             pub fn store(&self, val: $int, order: Ordering) {
+                check_ordering("store", Role::Store, order);
                 op(
                     $backend,
                     "store",
@@ -293,6 +500,7 @@ macro_rules! atomic_common {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$int, $int> {
+                check_ordering("compare_exchange", Role::Failure, failure);
                 op(
                     $backend,
                     "compare_exchange",
@@ -309,6 +517,7 @@ macro_rules! atomic_common {
                 success: Ordering,
                 failure: Ordering,
             ) -> Result<$int, $int> {
+                check_ordering("compare_exchange_weak", Role::Failure, failure);
                 op(
                     $backend,
                     "compare_exchange_weak",
@@ -330,6 +539,7 @@ macro_rules! atomic_common {
             where
                 F: FnMut($int) -> Option<$int>,
             {
+                check_ordering("fetch_update", Role::Failure, fetch_order);
                 op(
                     $backend,
                     "fetch_update",
@@ -430,7 +640,7 @@ macro_rules! facade {
         pub use std::sync::{LockResult, PoisonError, TryLockError, TryLockResult};
         pub use $sync::Arc;
 
-        use $crate::sync::{acquire, record, watch_point, Access, HeldToken};
+        use $crate::sync::{acquire, check_ordering, record, watch_point, Access, HeldToken, Role};
 
         #[track_caller]
         fn op<R>(
@@ -479,45 +689,75 @@ macro_rules! facade {
         /// records the acquisition when it is obtained.
         #[track_caller]
         fn blocking<G, H>(
-            addr: usize,
+            point: &$sync::atomic::AtomicUsize,
             access: Access,
             kind: &'static str,
             take: impl FnOnce() -> LockResult<G>,
             wrap: impl FnOnce(G, HeldToken) -> H,
         ) -> LockResult<H> {
+            let addr = point as *const _ as usize;
             let held = acquire($backend, addr, access, kind, Location::caller(), true);
-            map_lock(take(), |guard| wrap(guard, held.obtained()))
+            let r = map_lock(take(), |guard| wrap(guard, held.obtained()));
+            holding(point);
+            r
+        }
+
+        /// Before a `try_` call: writes the lock's point, so that loom sees
+        /// the attempt depend on the read a holder makes while it holds the
+        /// lock, and also explores the attempt there, where it fails.
+        fn asking(point: &$sync::atomic::AtomicUsize) {
+            point.fetch_add(1, Ordering::Relaxed);
+        }
+
+        /// While the lock is held: reads its point, a branch point of loom's
+        /// scheduler inside the critical section. (Reads do not depend on
+        /// each other, so holders add no interleavings among themselves.)
+        fn holding(point: &$sync::atomic::AtomicUsize) {
+            point.load(Ordering::Relaxed);
         }
 
         /// Tries a lock without waiting.
         #[track_caller]
         fn non_blocking<G, H>(
-            addr: usize,
+            point: &$sync::atomic::AtomicUsize,
             access: Access,
             kind: &'static str,
             take: impl FnOnce() -> TryLockResult<G>,
             wrap: impl FnOnce(G, HeldToken) -> H,
         ) -> TryLockResult<H> {
+            let addr = point as *const _ as usize;
             let at = Location::caller();
             watch_point(at, kind);
+            asking(point);
             match take() {
                 Err(TryLockError::WouldBlock) => {
                     record($backend, at, || format!("{kind}: would block"));
                     Err(TryLockError::WouldBlock)
                 }
-                r => map_try_lock(r, |guard| {
-                    wrap(
-                        guard,
-                        acquire($backend, addr, access, kind, at, false).obtained(),
-                    )
-                }),
+                r => {
+                    let r = map_try_lock(r, |guard| {
+                        wrap(
+                            guard,
+                            acquire($backend, addr, access, kind, at, false).obtained(),
+                        )
+                    });
+                    holding(point);
+                    r
+                }
             }
         }
 
         /// Same API as `std::sync::Mutex`.
-        #[derive(Default)]
         pub struct Mutex<T> {
             inner: $sync::Mutex<T>,
+            /// Names the lock, and gives loom a branch point while it is held.
+            point: $sync::atomic::AtomicUsize,
+        }
+
+        impl<T: Default> Default for Mutex<T> {
+            fn default() -> Self {
+                Self::new(T::default())
+            }
         }
 
         /// Same API as `std::sync::MutexGuard`.
@@ -530,14 +770,14 @@ macro_rules! facade {
             pub fn new(value: T) -> Self {
                 Mutex {
                     inner: $sync::Mutex::new(value),
+                    point: $sync::atomic::AtomicUsize::new(0),
                 }
             }
 
             #[track_caller]
             pub fn lock(&self) -> LockResult<MutexGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 blocking(
-                    addr,
+                    &self.point,
                     Access::Exclusive,
                     "Mutex::lock",
                     || self.inner.lock(),
@@ -547,9 +787,8 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn try_lock(&self) -> TryLockResult<MutexGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 non_blocking(
-                    addr,
+                    &self.point,
                     Access::Exclusive,
                     "Mutex::try_lock",
                     || self.inner.try_lock(),
@@ -586,9 +825,16 @@ macro_rules! facade {
         }
 
         /// Same API as `std::sync::RwLock`.
-        #[derive(Default)]
         pub struct RwLock<T> {
             inner: $sync::RwLock<T>,
+            /// Names the lock, and gives loom a branch point while it is held.
+            point: $sync::atomic::AtomicUsize,
+        }
+
+        impl<T: Default> Default for RwLock<T> {
+            fn default() -> Self {
+                Self::new(T::default())
+            }
         }
 
         /// Same API as `std::sync::RwLockReadGuard`.
@@ -607,14 +853,14 @@ macro_rules! facade {
             pub fn new(value: T) -> Self {
                 RwLock {
                     inner: $sync::RwLock::new(value),
+                    point: $sync::atomic::AtomicUsize::new(0),
                 }
             }
 
             #[track_caller]
             pub fn read(&self) -> LockResult<RwLockReadGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 blocking(
-                    addr,
+                    &self.point,
                     Access::Shared,
                     "RwLock::read",
                     || self.inner.read(),
@@ -624,9 +870,8 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn write(&self) -> LockResult<RwLockWriteGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 blocking(
-                    addr,
+                    &self.point,
                     Access::Exclusive,
                     "RwLock::write",
                     || self.inner.write(),
@@ -636,9 +881,8 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn try_read(&self) -> TryLockResult<RwLockReadGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 non_blocking(
-                    addr,
+                    &self.point,
                     Access::Shared,
                     "RwLock::try_read",
                     || self.inner.try_read(),
@@ -648,9 +892,8 @@ macro_rules! facade {
 
             #[track_caller]
             pub fn try_write(&self) -> TryLockResult<RwLockWriteGuard<'_, T>> {
-                let addr = self as *const Self as usize;
                 non_blocking(
-                    addr,
+                    &self.point,
                     Access::Exclusive,
                     "RwLock::try_write",
                     || self.inner.try_write(),
@@ -762,6 +1005,39 @@ mod tests {
         assert!(second_read.is_err());
         let write = catch_unwind(AssertUnwindSafe(|| drop(l.write())));
         assert!(write.is_err());
+    }
+
+    #[test]
+    fn orderings_std_rejects_fail_with_the_line() {
+        let a = AtomicU64::new(5);
+        let line = line!() + 1;
+        let load = catch_unwind(AssertUnwindSafe(|| a.load(Ordering::AcqRel))).unwrap_err();
+        let text = load.downcast_ref::<String>().unwrap();
+        assert!(
+            text.contains(&format!("sync.rs:{line}")) && text.contains("Acquire"),
+            "{text}"
+        );
+        assert!(catch_unwind(AssertUnwindSafe(|| a.store(1, Ordering::Acquire))).is_err());
+        assert!(catch_unwind(AssertUnwindSafe(|| a.compare_exchange(
+            5,
+            6,
+            Ordering::SeqCst,
+            Ordering::Release
+        )))
+        .is_err());
+        assert!(catch_unwind(AssertUnwindSafe(|| a.fetch_update(
+            Ordering::SeqCst,
+            Ordering::AcqRel,
+            Some
+        )))
+        .is_err());
+        // What std accepts passes.
+        assert_eq!(
+            a.compare_exchange(5, 6, Ordering::AcqRel, Ordering::Acquire),
+            Ok(5)
+        );
+        a.store(7, Ordering::Release);
+        assert_eq!(a.load(Ordering::Acquire), 7);
     }
 
     #[test]

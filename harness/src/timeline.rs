@@ -139,10 +139,21 @@ pub struct Timeline {
 }
 
 impl fmt::Debug for Timeline {
+    /// `L=2 W=1_000ns: a@0 a@1 b@5*300`: a run of identical requests is
+    /// written once, with `*n`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:?}:", self.config)?;
-        for r in &self.requests {
-            write!(f, " {r:?}")?;
+        let mut i = 0;
+        while i < self.requests.len() {
+            let r = &self.requests[i];
+            let run = self.requests[i..].iter().take_while(|x| *x == r).count();
+            if run >= 3 {
+                write!(f, " {r:?}*{run}")?;
+                i += run;
+            } else {
+                write!(f, " {r:?}")?;
+                i += 1;
+            }
         }
         Ok(())
     }
@@ -165,13 +176,20 @@ impl Timeline {
                 )
             })?;
             let end = after.find(char::is_whitespace).unwrap_or(after.len());
-            let nanos = after[..end].replace('_', "").parse::<u64>().map_err(|e| {
-                format!(
-                    "{item}@{}: the time is not a u64 of nanoseconds ({e})",
-                    &after[..end]
-                )
+            let written = &after[..end];
+            let (time, times) = written.split_once('*').unwrap_or((written, "1"));
+            let nanos = time.replace('_', "").parse::<u64>().map_err(|e| {
+                format!("{item}@{written}: the time is not a u64 of nanoseconds ({e})")
             })?;
-            list.push(Request::new(&key, nanos));
+            let times = times
+                .replace('_', "")
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=1_000_000).contains(n))
+                .ok_or_else(|| {
+                    format!("{item}@{written}: `*n` repeats a request 1 to 1_000_000 times")
+                })?;
+            list.extend(std::iter::repeat_n(Request::new(&key, nanos), times));
             rest = after[end..].trim_start();
         }
         Ok(Timeline {
@@ -348,6 +366,10 @@ mod tests {
             assert!(shown.is_ascii(), "{shown}");
         }
         assert_eq!(show_key("e\u{301}"), "\"e\\u{301}\"");
+        let t = Timeline::parse(Config::new(2, 1000), "a@0*4 b@1 b@1 \"c d\"@2*3").unwrap();
+        assert_eq!(t.requests.len(), 9);
+        assert_eq!(format!("{t:?}"), "L=2 W=1_000ns: a@0*4 b@1 b@1 \"c d\"@2*3");
+        assert!(Timeline::parse(Config::new(1, 1), "a@0*0").is_err());
         assert_eq!(Standard::resolve("two_keys").unwrap().requests.len(), 9);
         assert_eq!(
             Standard::resolve("a@0 b@1").unwrap().config,

@@ -93,6 +93,26 @@ pub fn progress(index: usize) {
     });
 }
 
+/// Runs `work` on a new OS thread and waits for it: a panic there comes
+/// back as its message with its location, as on a watched thread.
+pub fn on_another_thread<R: Send>(work: impl FnOnce() -> R + Send) -> Result<R, String> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            QUIET.with(|q| q.set(true));
+            panic::catch_unwind(AssertUnwindSafe(work)).map_err(|payload| {
+                take_panic().unwrap_or_else(|| {
+                    payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .unwrap_or_else(|| "panicked".into())
+                })
+            })
+        })
+        .join()
+        .unwrap_or_else(|_| Err("panicked".into()))
+    })
+}
+
 /// Why watched work did not finish normally.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Stop {

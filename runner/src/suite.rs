@@ -29,7 +29,7 @@ impl Kind {
             Kind::Snapshot
         } else if test.starts_with("loom_") {
             Kind::Loom
-        } else if test == "uses_only_the_sync_facade" {
+        } else if test.starts_with("uses_only_") {
             Kind::Source
         } else {
             Kind::Property
