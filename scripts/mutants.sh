@@ -4,10 +4,10 @@
 #   scripts/mutants.sh          every lesson
 #   scripts/mutants.sh 02 03    some lessons
 #
-# cargo-mutants only mutates files it reaches from src/lib.rs, and the
-# solutions are reached only from tests. So this works in a scratch copy whose
-# src/lib.rs also includes each solution (over the std facade for concurrent
-# lessons). Each lesson's mutants are then judged by that lesson's suite alone,
+# cargo-mutants only mutates files it reaches from a crate's root, and the
+# solutions are reached only from the lessons' tests. So this works in a
+# scratch copy whose harness (harness/src/lib.rs) also includes each solution
+# (over the std facade for concurrent lessons). Each lesson's mutants are then judged by that lesson's suite alone,
 # with the reference as the subject: the learner-vs-reference comparisons are
 # blind there (both sides carry the mutant), so what catches a mutant is the
 # independent model, the invariants, the probes, the snapshots and loom.
@@ -39,18 +39,18 @@ git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$scratch")
         if grep -q "super::sync" "$root/solutions/lesson_$n.rs"; then
             echo "    pub mod sync { pub use crate::sync::std_backend::*; }"
         fi
-        echo "    #[path = \"../solutions/lesson_$n.rs\"] pub mod imp;"
+        echo "    #[path = \"../../solutions/lesson_$n.rs\"] pub mod imp;"
         echo "}"
     done
-} >> "$scratch/src/lib.rs"
+} >> "$scratch/harness/src/lib.rs"
 
 summary=()
 for n in "${lessons[@]}"; do
     echo "== lesson $n" >&2
     out="$scratch/mutants-$n"
     (cd "$scratch" && KATA_SUBJECT=reference RUST_BACKTRACE=0 \
-        cargo mutants --no-shuffle -j 1 -f "src/../solutions/lesson_$n.rs" -o "$out" \
-        -- --test "lesson_$n") || true
+        cargo mutants --no-shuffle -j 1 --package kata-harness --test-workspace=true \
+        -f "solutions/lesson_$n.rs" -o "$out" -- --test "lesson_$n") || true
     dir="$out/mutants.out"
     count() {
         if [ -f "$dir/$1.txt" ]; then grep -c . "$dir/$1.txt" || true; else echo 0; fi

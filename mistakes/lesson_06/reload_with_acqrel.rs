@@ -1,0 +1,97 @@
+//! MISTAKE: when the compare-and-swap fails, the TAT is loaded again with
+//! `Ordering::AcqRel`, "the strongest ordering, to be safe".
+//!
+//! Why learners write it: a compare-and-swap takes `AcqRel`, so a load that
+//! must see the other thread's write seems to need it too. But a load cannot
+//! release anything: std rejects `AcqRel` (and `Release`) for a load and
+//! panics when the line runs. This line runs only when another thread moved
+//! the TAT first, which no single-threaded test ever does; under load it
+//! would take the server down. (The failed exchange already returns the value
+//! it found: use it.)
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use super::sync::{AtomicU64, Ordering, RwLock};
+use kata::{ConfigError, Decision, RateLimiter, Timestamp};
+
+pub struct Gcra {
+    /// T: the emission interval, one token's worth of time.
+    interval: u64,
+    /// τ = (C − 1)·T: how far ahead of `now` the TAT may run.
+    tolerance: u64,
+    keys: RwLock<HashMap<Box<str>, AtomicU64>>,
+}
+
+impl Gcra {
+    pub fn new(capacity: u64, refill_every: Duration) -> Result<Self, ConfigError> {
+        if capacity == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        if refill_every.is_zero() {
+            return Err(ConfigError::ZeroPeriod);
+        }
+        let interval = u64::try_from(refill_every.as_nanos()).map_err(|_| ConfigError::TooLarge)?;
+        capacity
+            .checked_mul(interval)
+            .ok_or(ConfigError::TooLarge)?;
+        Ok(Gcra {
+            interval,
+            tolerance: (capacity - 1) * interval,
+            keys: RwLock::new(HashMap::new()),
+        })
+    }
+
+    fn decide(&self, tat: &AtomicU64, now: u64) -> Decision {
+        let mut seen = tat.load(Ordering::Acquire);
+        loop {
+            let start = seen.max(now);
+            let ahead = start - now;
+            if ahead > self.tolerance {
+                // Denied requests leave the TAT alone.
+                return Decision::Denied {
+                    retry_after: Duration::from_nanos(ahead - self.tolerance),
+                };
+            }
+            let next = start.saturating_add(self.interval);
+            match tat.compare_exchange_weak(seen, next, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    // Further requests fit while their TAT stays within τ of now.
+                    let slack = u128::from(now) + u128::from(self.tolerance);
+                    let remaining = match slack.checked_sub(u128::from(next)) {
+                        Some(room) => room / u128::from(self.interval) + 1,
+                        None => 0,
+                    };
+                    return Decision::Allowed {
+                        remaining: remaining as u64,
+                    };
+                }
+                // Another thread moved the TAT first: read it again.
+                Err(_) => seen = tat.load(Ordering::AcqRel),
+            }
+        }
+    }
+}
+
+impl RateLimiter for Gcra {
+    fn check(&self, key: &str, now: Timestamp) -> Decision {
+        let now = now.as_nanos();
+        {
+            let keys = self
+                .keys
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            if let Some(tat) = keys.get(key) {
+                return self.decide(tat, now);
+            }
+        }
+        // A new key: `entry` keeps a TAT another thread inserted meanwhile.
+        // A TAT of 0 is a full bucket.
+        let mut keys = self
+            .keys
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let tat = keys.entry(key.into()).or_insert_with(|| AtomicU64::new(0));
+        self.decide(tat, now)
+    }
+}
