@@ -144,6 +144,39 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
     ]
 }
 
+/// One lesson's limiters for `cargo run -- bench N` (the `versus` binary).
+pub struct Lesson {
+    pub number: u32,
+    pub title: &'static str,
+    /// The rule, as `lessons/lessons.toml` names it.
+    pub algorithm: &'static str,
+    /// Whether the type is shared between threads (lessons 02 and later).
+    pub shared: bool,
+    pub learner: Build,
+    pub reference: Build,
+}
+
+/// Builds one contender of a lesson from a limit and a period.
+pub type Build = fn(u64, Duration) -> Result<Box<dyn Contender>, kata::ConfigError>;
+
+/// The learner's limiter and the reference of the lesson `KATA_BENCH_LESSON`
+/// names, compiled in by the build script (see `build.rs`).
+pub mod versus {
+    #[allow(unused_imports)]
+    use super::Lesson;
+    include!(concat!(env!("OUT_DIR"), "/versus.rs"));
+}
+
+/// governor, configured as [`contenders`] configures it, for the lessons it
+/// implements (the token bucket and GCRA).
+pub fn governor_bucket() -> Box<dyn Contender> {
+    let burst = NonZeroU32::new(1_000).expect("non-zero");
+    let per_ns = NonZeroU32::new(1_000_000_000).expect("non-zero");
+    Box::new(Governor(governor::RateLimiter::keyed(
+        governor::Quota::per_second(per_ns).allow_burst(burst),
+    )))
+}
+
 /// `count` distinct keys of 13 bytes each: `key-000000042`.
 pub fn keys(count: usize) -> Vec<String> {
     (0..count).map(|i| format!("key-{i:09}")).collect()

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 mod parse;
 mod problems;
 
-pub use problems::problems;
+pub use problems::{book_problems, problems};
 
 /// Where the catalog lives, relative to the kata's root.
 pub const FILE: &str = "lessons/lessons.toml";
@@ -265,6 +265,21 @@ fn is_ident(name: &str) -> bool {
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The book's table of contents (`lessons/SUMMARY.md`, read by mdBook):
+/// the contract, then every lesson, titled from the catalog.
+pub fn summary(catalog: &Catalog) -> String {
+    let mut text = String::from("# Summary\n\n[The contract](CONTRACT.md)\n\n# Lessons\n\n");
+    for lesson in &catalog.lessons {
+        let _ = writeln!(
+            text,
+            "- [{}]({}.md)",
+            lesson.heading().trim_start_matches("# "),
+            lesson.name()
+        );
+    }
+    text
 }
 
 /// What `build.rs` of the lessons' package runs: writes

@@ -61,6 +61,14 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
                 ));
             }
         }
+        let test_link = format!("(../{})", lesson.test_file());
+        if !text.contains(&test_link) {
+            found.push(format!(
+                "{} does not link its checks {} (as {test_link})",
+                lesson.text(),
+                lesson.test_file()
+            ));
+        }
         if !text.contains("(CONTRACT.md)") {
             found.push(format!(
                 "{} does not link the contract (CONTRACT.md)",
@@ -110,8 +118,57 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             }
         }
     }
+    let summary = crate::summary(catalog);
+    if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
+        found.push(format!(
+            "lessons/SUMMARY.md is not the book's summary of {FILE}; write it with \
+             `cargo run -p kata-catalog --bin book-summary > lessons/SUMMARY.md`"
+        ));
+    }
     found.extend(broken_links(root));
     found.extend(cited_but_missing(root));
+    found.extend(stale_drawings(root));
+    found
+}
+
+/// A drawing in a lesson text marked `<!-- snapshot: lesson_01_name -->`
+/// must be, line for line, the snapshot `tests/snapshots/lesson_01_name.snap`
+/// that the tests hold the learner's limiter to.
+fn stale_drawings(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let pages = std::fs::read_dir(root.join("lessons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".md"));
+    for page in pages {
+        let Ok(text) = std::fs::read_to_string(root.join("lessons").join(&page)) else {
+            continue;
+        };
+        let mut rest = text.as_str();
+        while let Some(i) = rest.find("<!-- snapshot: ") {
+            rest = &rest[i + "<!-- snapshot: ".len()..];
+            let name = rest.split(" -->").next().unwrap_or("").trim().to_string();
+            let drawing = rest
+                .split_once("```\n")
+                .and_then(|(_, after)| after.split_once("\n```"))
+                .map(|(body, _)| body.trim_end().to_string())
+                .unwrap_or_default();
+            let file = format!("tests/snapshots/{name}.snap");
+            let snapshot = std::fs::read_to_string(root.join(&file)).unwrap_or_default();
+            let body = snapshot.splitn(3, "---\n").nth(2).unwrap_or("").trim_end();
+            if body.is_empty() {
+                found.push(format!(
+                    "lessons/{page}: the drawing marked {name} has no snapshot {file}"
+                ));
+            } else if body != drawing {
+                found.push(format!(
+                    "lessons/{page}: the drawing marked {name} is not the snapshot {file}; copy the snapshot's drawing into the text"
+                ));
+            }
+        }
+    }
     found
 }
 
@@ -184,6 +241,56 @@ fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(path);
         }
     }
+}
+
+/// Links in the built book (`book/`, from `mdbook build`) that point at no
+/// file: every `href` and `src` of every page, relative to the page.
+pub fn book_problems(root: &Path) -> Vec<String> {
+    let book = root.join("book");
+    let mut pages = Vec::new();
+    walk(&book, &mut pages);
+    pages.retain(|p| p.extension().is_some_and(|e| e == "html"));
+    if pages.is_empty() {
+        return vec![format!(
+            "{} holds no page: run `mdbook build` first",
+            book.display()
+        )];
+    }
+    let mut found = Vec::new();
+    for page in pages {
+        let Ok(html) = std::fs::read_to_string(&page) else {
+            continue;
+        };
+        let dir = page.parent().unwrap_or(&book);
+        for attr in ["href=\"", "src=\""] {
+            for (i, _) in html.match_indices(attr) {
+                let rest = &html[i + attr.len()..];
+                let target = &rest[..rest.find('"').unwrap_or(0)];
+                let path = target.split(['#', '?']).next().unwrap_or("");
+                if path.is_empty()
+                    || target.contains("://")
+                    || target.starts_with("mailto:")
+                    || target.starts_with("javascript:")
+                    || target.starts_with("data:")
+                    || target.starts_with('{')
+                {
+                    continue;
+                }
+                if !dir.join(path).exists() {
+                    let shown = page
+                        .strip_prefix(root)
+                        .unwrap_or(&page)
+                        .display()
+                        .to_string();
+                    let problem = format!("{shown}: the link {target} points at no file");
+                    if !found.contains(&problem) {
+                        found.push(problem);
+                    }
+                }
+            }
+        }
+    }
+    found
 }
 
 /// Relative links in the kata's markdown that point at no file: nothing in

@@ -72,6 +72,12 @@ impl Lesson {
             &names(&implementations.mistakes),
             &names(&implementations.alternatives),
         );
+        if let Err(e) = &subject {
+            // Said once, past libtest's capture, rather than by every test.
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{e}");
+            std::process::exit(2);
+        }
         Lesson {
             root,
             number,
@@ -150,7 +156,7 @@ impl Lesson {
         let got = self.unwrap(&timeline, run_watched(tested, &timeline));
         if let Some(i) = first_difference(&got, &expected) {
             panic!(
-                "{}\n\n{}",
+                "{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
                 divergence(&timeline, i, &self.whose(), &got, "the contract", &expected),
                 render_compare(
                     self.algorithm,
@@ -159,7 +165,8 @@ impl Lesson {
                     &got,
                     &expected,
                     Some(i)
-                )
+                ),
+                replay(self.number, &timeline)
             );
         }
     }
@@ -184,12 +191,32 @@ impl Lesson {
             "bad config case: the contract says otherwise"
         );
         let build = self.tested().build;
-        let got = watched(
+        let shown = format!("{}::new({limit}, {period:?})", self.limiter);
+        // The constructor and the first call are watched apart, so that a
+        // failure names the one that failed.
+        let built = watched(
             time_limit(),
             |_| String::new(),
-            move || build(limit, period).map(|mut limiter| limiter.check("key", Timestamp::ZERO)),
+            move || build(limit, period),
         );
-        let shown = format!("{}::new({limit}, {period:?})", self.limiter);
+        let got = match built {
+            Err(stop) => Err(stop),
+            Ok(Err(e)) => Ok(Err(e)),
+            Ok(Ok(mut limiter)) => {
+                match watched(
+                    time_limit(),
+                    |_| String::new(),
+                    move || limiter.check("key", Timestamp::ZERO),
+                ) {
+                    Ok(first) => Ok(Ok(first)),
+                    Err(stop) => panic!(
+                        "{}: the first check(\"key\", 0ns) after {shown} {}",
+                        self.subject(),
+                        stop.text()
+                    ),
+                }
+            }
+        };
         match (got, expected) {
             (Err(stop), _) => panic!("{shown} {}", stop.text()),
             (Ok(Ok(first)), Ok(())) => {
@@ -255,48 +282,72 @@ impl Lesson {
 
     /// Prints the subject's and the reference's answers to a timeline side by
     /// side, the first difference marked. `which` is a standard timeline's
-    /// name, or requests in the timeline notation (`a@0 a@0 a@1`, run with
-    /// limit 3 and period 1_000 ns). Panics with the list of names otherwise.
+    /// name, a whole timeline as failures print it (`L=1 W=2ns: b@3 b@3`), or
+    /// requests alone (run with limit 3 and period 1_000 ns). Panics with the
+    /// list of names otherwise, and when the subject panics or hangs, after
+    /// the table of its answers up to that request.
     pub fn print_comparison(&self, which: &str) {
+        let which = if which.trim().is_empty() {
+            DEFAULT_COMPARISON
+        } else {
+            which
+        };
         let timeline = crate::timeline::Standard::resolve(which).unwrap_or_else(|e| panic!("{e}"));
-        if let Some(s) = crate::timeline::Standard::named(which) {
-            println!("{}: {}\n", s.name, s.about);
+        match crate::timeline::Standard::named(which) {
+            Some(s) => println!("{}: {}\n", s.name, s.about),
+            None if !which.trim().starts_with("L=") => println!(
+                "(requests alone run with {:?}; write `L=2 W=10ns: a@0 …` to choose)\n",
+                timeline.config
+            ),
+            None => {}
         }
         let reference = self.unwrap(
             &timeline,
             run_watched(self.implementations.reference, &timeline),
         );
-        let mark = |yours: &[Decision]| first_difference(yours, &reference);
-        match run_watched(self.tested(), &timeline) {
-            Ok(yours) => {
-                let at = mark(&yours);
-                println!(
-                    "{}",
-                    render_compare(
-                        self.algorithm,
-                        &timeline,
-                        ("yours", "reference"),
-                        &yours,
-                        &reference,
-                        at
-                    )
-                );
-                match at {
-                    Some(i) => println!(
-                        "first difference: {}",
-                        divergence(
-                            &timeline,
-                            i,
-                            &self.whose(),
-                            &yours,
-                            "the reference",
-                            &reference
-                        )
-                    ),
-                    None => println!("no difference: your answers are the reference's."),
-                }
-            }
-            Err(stop) => println!("{} {}", self.whose(), stop.text()),
+        let (yours, stop) = run_partial(self.tested(), &timeline);
+        let at = match &stop {
+            Some(_) => Some(yours.len()),
+            None => first_difference(&yours, &reference),
+        };
+        println!(
+            "{}",
+            render_compare(
+                self.algorithm,
+                &timeline,
+                ("yours", "reference"),
+                &yours,
+                &reference,
+                at
+            )
+        );
+        if let Some(stop) = stop {
+            let r = &timeline.requests[yours.len()];
+            panic!(
+                "request #{}, {}: {} {}",
+                yours.len() + 1,
+                call(&r.key, r.now),
+                self.whose(),
+                stop.text()
+            );
+        }
+        match at {
+            Some(i) => println!(
+                "first difference: {}",
+                divergence(
+                    &timeline,
+                    i,
+                    &self.whose(),
+                    &yours,
+                    "the reference",
+                    &reference
+                )
+            ),
+            None => println!(
+                "no difference on this timeline: your answers are the reference's here. (Other \
+                 timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
+                self.number
+            ),
         }
     }
 
@@ -329,8 +380,10 @@ impl Lesson {
             println!(
                 "{} draws timeline {name} differently from the reference (diff below: - is the \
                  reference, + is yours). Fix the limiter rather than accepting the new drawing: \
-                 the tests also check that the committed snapshot is the reference's.",
-                self.whose()
+                 the tests also check that the committed snapshot is the reference's.\n\
+                 replay it beside the reference's answers:\n  cargo run -- compare {} {name}",
+                self.whose(),
+                self.number
             );
         }
         settings.bind(|| insta::assert_snapshot!(snapshot.as_str(), tested));
@@ -504,7 +557,7 @@ impl Lesson {
                 "lesson {:02} ({}): {} answers one key as if it were another: with {} distinct \
                  keys, more than any fixed number of buckets, two of them share state. Keep \
                  state per key (the whole key, as it was given), not per bucket of a hash.\n\
-                 minimal timeline: {t:?}\n\n{}\n\n{}",
+                 minimal timeline: {t:?}\n\n{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
                 self.number,
                 self.title,
                 self.whose(),
@@ -517,8 +570,100 @@ impl Lesson {
                     &got,
                     &want,
                     Some(j)
-                )
+                ),
+                replay(self.number, &t)
             );
+        }
+    }
+
+    /// The cost of a call does not grow with how long its key was idle: after
+    /// gaps of 2^20, 2^40 and 2^62 periods of 1 ns, each call returns at once.
+    /// A limiter that walks its window (or refill) forward one period at a
+    /// time is right, and would take hours. The calls run in a child process
+    /// (this test binary again), which is stopped after a few seconds: a loop
+    /// with no lock or atomic in it cannot be stopped any other way.
+    pub fn stays_quick_after_idle_gaps(&self) {
+        const EXPONENTS: [u32; 3] = [20, 40, 62];
+        if std::env::var_os(IDLE_PROBE).is_some() {
+            // The child: the calls themselves, one line per gap done.
+            let build = self.tested().build;
+            for k in EXPONENTS {
+                let mut limiter = build(1, Duration::from_nanos(1))
+                    .unwrap_or_else(|e| panic!("new(1, 1ns) returned Err(ConfigError::{e:?})"));
+                limiter.check("a", Timestamp::ZERO);
+                limiter.check("a", Timestamp::from_nanos(1 << k));
+                println!("{IDLE_PROBE} 2^{k} done");
+            }
+            return;
+        }
+        let limit = Duration::from_secs(5);
+        let exe = std::env::current_exe().expect("the test binary knows its path");
+        let mut child = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "stays_quick_after_idle_gaps",
+                "--nocapture",
+                "--test-threads",
+                "1",
+            ])
+            .env(IDLE_PROBE, "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the test binary starts again");
+        let started = std::time::Instant::now();
+        let finished = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if started.elapsed() > limit => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => panic!("could not wait for the idle-gap probe: {e}"),
+            }
+        };
+        let mut out = String::new();
+        let mut err = String::new();
+        use std::io::Read as _;
+        if let Some(mut o) = child.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        if let Some(mut e) = child.stderr.take() {
+            let _ = e.read_to_string(&mut err);
+        }
+        let done = EXPONENTS
+            .iter()
+            .take_while(|k| out.contains(&format!("{IDLE_PROBE} 2^{k} done")))
+            .count();
+        match finished {
+            Some(status) if status.success() && done == EXPONENTS.len() => {}
+            Some(_) => panic!(
+                "{} failed while answering after an idle gap:\n{}{}",
+                self.whose(),
+                out.lines()
+                    .filter(|l| !l.starts_with(IDLE_PROBE))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                err
+            ),
+            None => {
+                let k = EXPONENTS[done.min(EXPONENTS.len() - 1)];
+                panic!(
+                    "too slow after an idle gap of 2^{k} {}s: {} answered check(\"a\", 0ns), then \
+                     check(\"a\", 2^{k}ns) with a {} of 1ns did not return within {} s. The work of a \
+                     call must not grow with how long the key was idle: compute the current {} \
+                     directly (a division, a subtraction) instead of stepping through every one \
+                     that went by.",
+                    self.algorithm.period_name(),
+                    self.whose(),
+                    self.algorithm.period_name(),
+                    limit.as_secs(),
+                    self.algorithm.period_name()
+                )
+            }
         }
     }
 
@@ -596,10 +741,16 @@ impl Lesson {
         match result {
             Ok(()) => {}
             Err(TestError::Fail(reason, timeline)) => panic!(
-                "lesson {:02} ({}): property \"{name}\" fails for {} ({shape:?} timelines).\nminimal timeline: {timeline:?}\n\n{reason}",
+                "lesson {:02} ({}): property \"{name}\" fails for {} ({shape:?} timelines).\n{}: {timeline:?}\n\n{reason}\n\nreplay it beside the reference's answers:\n  {}",
                 self.number,
                 self.title,
-                self.whose()
+                self.whose(),
+                if hung.load(Ordering::Relaxed) {
+                    "timeline (not shrunk: it hung, and a hang is not run again)"
+                } else {
+                    "minimal timeline"
+                },
+                replay(self.number, &timeline)
             ),
             Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
         }
@@ -772,6 +923,45 @@ fn nth_request(timeline: &Timeline, i: usize) -> String {
         .get(i)
         .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
         .unwrap_or_else(|| "an extra request of a replay".into())
+}
+
+/// Runs a timeline under the watchdog, keeping the answers given before a
+/// panic or a hang, and the stop.
+fn run_partial(variant: Variant, timeline: &Timeline) -> (Vec<Decision>, Option<Stop>) {
+    let answers = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (t, kept) = (timeline.clone(), answers.clone());
+    let describe = |i: usize| nth_request(timeline, i);
+    let outcome = watched(time_limit(), describe, move || {
+        let config = t.config;
+        let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
+            format!(
+                "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
+                config.limit, config.period
+            )
+        })?;
+        for (i, r) in t.requests.iter().enumerate() {
+            progress(i);
+            let d = limiter.check(&r.key, r.now);
+            kept.lock().unwrap_or_else(|e| e.into_inner()).push(d);
+        }
+        Ok::<(), String>(())
+    });
+    let got = answers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match outcome {
+        Ok(Ok(())) => (got, None),
+        Ok(Err(e)) => (got, Some(Stop::Panicked(e))),
+        Err(stop) => (got, Some(stop)),
+    }
+}
+
+/// What `cargo run -- compare N` shows when no timeline is named.
+pub const DEFAULT_COMPARISON: &str = "first_look";
+
+/// The command that replays a failing timeline beside the reference's
+/// answers, quoted for a POSIX shell.
+pub fn replay(number: u32, timeline: &Timeline) -> String {
+    let text = format!("{timeline:?}").replace('\'', "'\\''");
+    format!("cargo run -- compare {number} '{text}'")
 }
 
 /// Runs a timeline under the watchdog.
@@ -974,6 +1164,9 @@ fn probe(ctx: Ctx, t: &Timeline) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Set in the child process of [`Lesson::stays_quick_after_idle_gaps`].
+const IDLE_PROBE: &str = "KATA_IDLE_PROBE";
 
 /// How many distinct keys [`Lesson::keeps_many_keys_apart`] uses: more than
 /// 2^13 buckets, and enough that a 16-bit hash of them collides.

@@ -277,6 +277,7 @@ macro_rules! __nanos {
 macro_rules! snapshot_tests {
     () => {
         $crate::snapshot_tests!(
+            timeline_first_look: "first_look",
             timeline_boundary_burst: "boundary_burst",
             timeline_burst_then_steady: "burst_then_steady",
             timeline_two_keys: "two_keys",
@@ -328,6 +329,12 @@ macro_rules! property_tests {
         #[test]
         fn answers_do_not_depend_on_the_thread() {
             lesson().answers_do_not_depend_on_the_thread();
+        }
+
+        /// A call's cost does not grow with the idle time before it.
+        #[test]
+        fn stays_quick_after_idle_gaps() {
+            lesson().stays_quick_after_idle_gaps();
         }
 
         /// Limits in the thousands, reached by long bursts.

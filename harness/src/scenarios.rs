@@ -337,26 +337,86 @@ fn compact(a: &Answers) -> String {
 /// The operations of the failing execution, one line each.
 fn show_trace(ops: &[Op]) -> String {
     const MOST: usize = 80;
-    let skip = ops.len().saturating_sub(MOST);
+    let lines: Vec<String> = ops
+        .iter()
+        .map(|op| {
+            let file = tidy_path(op.at.file());
+            if file.ends_with("src/scenarios.rs") {
+                format!("  thread {}  {}", op.thread, op.what)
+            } else {
+                format!(
+                    "  thread {}      {}:{}  {}",
+                    op.thread,
+                    file,
+                    op.at.line(),
+                    op.what
+                )
+            }
+        })
+        .collect();
+    let lines = collapse_repeats(lines);
+    let skip = lines.len().saturating_sub(MOST);
     let mut out = String::new();
     if skip > 0 {
-        out.push_str(&format!("  ... {skip} earlier operations\n"));
+        out.push_str(&format!("  ... {skip} earlier lines\n"));
     }
-    for op in &ops[skip..] {
-        let file = tidy_path(op.at.file());
-        if file.ends_with("src/scenarios.rs") {
-            out.push_str(&format!("  thread {}  {}\n", op.thread, op.what));
-        } else {
-            out.push_str(&format!(
-                "  thread {}      {}:{}  {}\n",
-                op.thread,
-                file,
-                op.at.line(),
-                op.what
-            ));
-        }
+    for line in &lines[skip..] {
+        out.push_str(line);
+        out.push('\n');
     }
     out
+}
+
+/// Writes a block of up to four lines that repeats three times or more in a
+/// row once, followed by how many times it came: a loop that retries
+/// without progress reads as one pass and a count.
+fn collapse_repeats(lines: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    'next: while i < lines.len() {
+        for size in 1..=4 {
+            let block = &lines[i..(i + size).min(lines.len())];
+            if block.len() < size {
+                break;
+            }
+            let times = (1..)
+                .take_while(|k| {
+                    let start = i + k * size;
+                    start + size <= lines.len() && lines[start..start + size] == *block
+                })
+                .count()
+                + 1;
+            if times >= 3 {
+                out.extend(block.iter().cloned());
+                out.push(format!(
+                    "  ... the {} repeated × {times}",
+                    if size == 1 {
+                        "line above".to_string()
+                    } else {
+                        format!("{size} lines above")
+                    }
+                ));
+                i += times * size;
+                continue 'next;
+            }
+        }
+        out.push(lines[i].clone());
+        i += 1;
+    }
+    out
+}
+
+/// What loom's own messages mean for a limiter.
+fn explain(message: String) -> String {
+    if message.contains("exceeded maximum number of branches") {
+        "loom stopped an execution that never ended (\"Model exceeded maximum number of \
+         branches\"): a loop that retries without anything changing, such as a \
+         compare-and-swap retried with the same stale expected value (retry with the value \
+         the failed exchange returned), or a wait for a state no other thread will make."
+            .to_string()
+    } else {
+        message
+    }
 }
 
 /// Explores a scenario with loom (preemption bound 2 unless
@@ -403,6 +463,7 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
                 .filter(|m| m.starts_with("loom found"))
                 .cloned()
                 .or_else(take_panic)
+                .map(explain)
                 .unwrap_or_else(|| "the model panicked".into());
             (message, take_trace())
         })
@@ -424,6 +485,26 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeated_lines_are_written_once_with_a_count() {
+        let lines = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let got = collapse_repeats(lines(&["a", "b", "c", "b", "c", "b", "c", "d", "e", "e"]));
+        assert_eq!(
+            got,
+            lines(&[
+                "a",
+                "b",
+                "c",
+                "  ... the 2 lines above repeated × 3",
+                "d",
+                "e",
+                "e"
+            ])
+        );
+        let got = collapse_repeats(lines(&["x"; 80]));
+        assert_eq!(got, lines(&["x", "  ... the line above repeated × 80"]));
+    }
 
     #[test]
     fn linearizations_of_the_burst() {

@@ -143,7 +143,8 @@ fn watch_point(at: &'static Location<'static>, op: &'static str) {
         }
         if watch.cancelled.load(std::sync::atomic::Ordering::Relaxed) && !std::thread::panicking() {
             panic!(
-                "stopped by the kata's watchdog at {at} ({op}): this call did not return in time"
+                "stopped by the kata's watchdog at {} ({op}): this call did not return in time",
+                place(at)
             );
         }
     }
@@ -191,9 +192,11 @@ fn acquire(
              even a second read can wait forever behind a writer queued in between."
         };
         panic!(
-            "deadlock: this thread already holds this {lock} ({first_kind} at {first_at}) and \
-             calls {kind} on it again at {at}. {advice} End the first guard's scope (or call \
-             drop(guard)) before locking again, or pass the guarded data to the code that needs it."
+            "deadlock: this thread already holds this {lock} ({first_kind} at {}) and \
+             calls {kind} on it again at {}. {advice} End the first guard's scope (or call \
+             drop(guard)) before locking again, or pass the guarded data to the code that needs it.",
+            place(first_at),
+            place(at)
         );
     }
     if blocking && backend == Backend::Loom {

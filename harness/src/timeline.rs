@@ -160,6 +160,34 @@ impl fmt::Debug for Timeline {
 }
 
 impl Timeline {
+    /// Reads a whole timeline as it is printed: `L=2 W=1_000ns: a@0 a@1`.
+    pub fn read(text: &str) -> Result<Timeline, String> {
+        let (config, requests) = text
+            .split_once(':')
+            .ok_or_else(|| format!("{text:?} has no `:` after its configuration"))?;
+        let number = |s: &str, what: &str| {
+            s.replace('_', "")
+                .parse::<u64>()
+                .map_err(|_| format!("{what} {s:?} is not a whole number"))
+        };
+        let mut parts = config.split_whitespace();
+        let (limit, period) = match (parts.next(), parts.next(), parts.next()) {
+            (Some(l), Some(w), None) => (
+                l.strip_prefix("L=")
+                    .ok_or("the configuration starts with L=")?,
+                w.strip_prefix("W=")
+                    .and_then(|w| w.strip_suffix("ns"))
+                    .ok_or("the period is written W=<nanoseconds>ns")?,
+            ),
+            _ => return Err(format!("{config:?} is not `L=<limit> W=<period>ns`")),
+        };
+        let (limit, period) = (number(limit, "the limit")?, number(period, "the period")?);
+        if limit == 0 || period == 0 {
+            return Err("the limit and the period are at least 1".into());
+        }
+        Timeline::parse(Config::new(limit, period), requests)
+    }
+
     /// Reads requests in the notation `a@0 a@1 ""@999 "a "@1000`: one
     /// `key@nanos` per request, separated by spaces, keys quoted as
     /// [`show_key`] writes them.
@@ -251,12 +279,16 @@ impl Standard {
         STANDARD.iter().find(|s| s.name == name)
     }
 
-    /// A standard timeline by name, or requests in the timeline notation
-    /// (`a@0 a@0 a@1`, with limit 3 and period 1_000 ns); otherwise a
-    /// sentence listing the names.
+    /// A standard timeline by name; a whole timeline as failures print it
+    /// (`L=1 W=2ns: b@3 b@3`); or requests alone (`a@0 a@0 a@1`), with limit
+    /// 3 and period 1_000 ns. Otherwise a sentence listing the names.
     pub fn resolve(which: &str) -> Result<Timeline, String> {
+        let which = which.trim();
         match Standard::named(which) {
             Some(s) => Ok(s.timeline()),
+            None if which.starts_with("L=") => {
+                Timeline::read(which).map_err(|e| format!("that timeline does not parse: {e}"))
+            }
             None if which.contains('@') => Timeline::parse(Config::new(3, 1_000), which)
                 .map_err(|e| format!("that timeline does not parse: {e}")),
             None => {
@@ -272,11 +304,21 @@ impl Standard {
 
 pub const STANDARD: &[Standard] = &[
     Standard {
+        name: "first_look",
+        about: "what `compare` shows first: a key that starts late in a window, a burst to the limit and past it, \
+                the window's end, a second key, and the next windows; windows that start at the first request, an \
+                end counted inside its window, a retry_after of a whole window and keys that share state all \
+                answer differently here",
+        limit: 3,
+        period: 1_000,
+        requests: "a@900 a@950 a@999 a@999 b@999 a@1000 a@1001 a@1001 a@1002 b@1500 a@1999 a@2000 a@2950",
+    },
+    Standard {
         name: "boundary_burst",
         about: "a burst at the end of one window and the start of the next: up to 2·L within one window's length for a fixed window",
         limit: 3,
         period: 1_000,
-        requests: "a@0 a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
+        requests: "a@990 a@995 a@999 a@999 a@1000 a@1001 a@1002 a@1003 a@1999",
     },
     Standard {
         name: "burst_then_steady",

@@ -4,6 +4,9 @@
 //! people first picture a fixed window. The contract aligns windows to the
 //! origin, `[k·W, (k+1)·W)`, so that every key and every server agrees on where
 //! windows start.
+//!
+//!
+//! Shows: cargo run -- compare 1 'L=2 W=1_000ns: a@900 a@950 a@1000'
 
 use std::collections::HashMap;
 use std::time::Duration;

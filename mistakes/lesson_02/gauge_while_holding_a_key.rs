@@ -9,6 +9,9 @@
 //! of how many keys the limiter holds. Each path is fine alone, and no test
 //! with one thread can deadlock. Two locks must be taken in one order
 //! everywhere.
+//!
+//! Shows: deadlock between threads
+//! Shows: (taken by Mutex::lock at mistakes/lesson_02/gauge_while_holding_a_key.rs:
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -4,6 +4,9 @@
 //! and each helper "just locks what it needs". But a `Mutex` is not re-entrant:
 //! the helper's `lock()` waits for the caller's guard to be dropped, which
 //! never happens. With std this hangs forever; here the facade names both lines.
+//!
+//! Shows: the first check("key", 0ns) after ConcurrentFixedWindow::new(
+//! Shows: (Mutex::lock at mistakes/lesson_02/relocks_while_holding.rs:
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -7,6 +7,8 @@
 //! have nothing to do with each other, and an answer that depends on when the
 //! code happens to run can be neither tested nor trusted. A forgotten key's
 //! late request, placed at its latest timestamp, would also be judged as new.
+//!
+//! Shows: uses `Instant`, which reads the real clock
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};

@@ -4,6 +4,8 @@
 //! an `if` reads as "pop while expired". But when the oldest entry is still
 //! inside the window nothing is popped and nothing breaks out: the thread spins
 //! forever on its first request whose log is not empty.
+//!
+//! Shows: timeline (not shrunk: it hung
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;

@@ -5,6 +5,9 @@
 //! compare fails because the TAT changed; retrying with the old value fails
 //! for ever. Without contention (one thread) it works; with it, the thread
 //! spins.
+//!
+//! Shows: loom stopped an execution that never ended
+//! Shows: repeated ×
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -8,6 +8,8 @@
 //! the TAT first, which no single-threaded test ever does; under load it
 //! would take the server down. (The failed exchange already returns the value
 //! it found: use it.)
+//!
+//! Shows: passes Ordering::AcqRel where a load takes
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -2,10 +2,14 @@
 //!
 //! - [`suite`]: runs a lesson's test binary as a child process and reads its
 //!   results;
-//! - [`runner`]: what `cargo run` knows: lesson states, hints, the report.
+//! - [`runner`]: what `cargo run` knows: lesson states, hints;
+//! - [`report`]: the instructors' report, and the cache that keeps it quick;
+//! - [`class`]: a whole class's reports or checkouts, as a table and a page.
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
 //! `kata-catalog` crate.
 
+pub mod class;
+pub mod report;
 pub mod runner;
 pub mod suite;

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use kata_runner::runner::{self, Entry, LessonReport, Report, State};
+use kata_runner::report;
+use kata_runner::runner::{self, Entry, State};
 use kata_runner::suite::{self, Outcome};
 use notify::Watcher;
 
@@ -33,7 +34,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Re-run a lesson's tests whenever its file is saved (or on Enter); q quits.
+    /// Re-run a lesson's tests whenever its file is saved (or on Enter); q then Enter quits.
     Watch {
         /// The lesson's number (default: the first one not passed).
         lesson: Option<u32>,
@@ -45,24 +46,102 @@ enum Command {
         #[arg(long)]
         details: bool,
     },
-    /// Show the next hint of a lesson (one more each time).
-    Hint { lesson: u32 },
+    /// Show the next hint of a lesson (one more each time), or hint K again.
+    Hint {
+        lesson: u32,
+        /// Show this hint (1, 2, …) again instead of the next one.
+        which: Option<usize>,
+    },
     /// Your answers next to the reference's, for a named timeline or your own
     /// requests ("a@0 a@0 a@1"); the first difference is marked.
     Compare {
         lesson: u32,
-        /// boundary_burst (default), burst_then_steady, two_keys,
-        /// long_idle_gap, exact_edges, or requests like "a@0 a@0 a@1".
+        /// first_look (default), boundary_burst, burst_then_steady, two_keys,
+        /// long_idle_gap, exact_edges; a timeline as a failure prints it
+        /// ("L=1 W=2ns: b@3 b@3"); or requests alone, like "a@0 a@0 a@1".
         timeline: Option<String>,
     },
-    /// Put the lesson's stub back, keeping your file as lessons/lesson_NN.rs.orig.
+    /// Put the lesson's stub back, keeping your file (every earlier version,
+    /// numbered) in lessons/backups/.
     Reset { lesson: u32 },
-    /// Every lesson's state and failing checks, for instructors.
+    /// Time your limiter of lesson N against the reference (and governor for
+    /// the token bucket and GCRA), optimised build, ns per decision.
+    Bench { lesson: u32 },
+    /// A whole class at a glance, for instructors: from a folder of reports
+    /// (`report --json` files) or of learners' checkouts, or both. Prints a
+    /// table and writes a self-contained HTML page.
+    Class {
+        /// The folder of reports and checkouts.
+        folder: PathBuf,
+        /// Where to write the page (default: FOLDER/class.html).
+        #[arg(long)]
+        html: Option<PathBuf>,
+    },
+    /// Every lesson's state and failing checks, for instructors. Exits 0
+    /// when every lesson started passes, 1 otherwise.
     Report {
         /// As JSON (schema in the README, "The runner's report").
         #[arg(long)]
         json: bool,
+        /// The learner's name (default: git's user.name).
+        #[arg(long)]
+        name: Option<String>,
     },
+}
+
+/// `cargo run -- bench N`: the bench crate's `versus` binary, built with
+/// only this lesson's learner file in it, in release mode.
+fn bench(root: &Path, entry: &Entry) -> Done {
+    if !root.join("bench").join("Cargo.toml").exists() {
+        return Err(Refusal(format!(
+            "{} has no bench/ crate to measure with",
+            root.display()
+        )));
+    }
+    println!(
+        "building lessons/{}.rs and the reference in release mode (the first time takes a minute) ...",
+        entry.name
+    );
+    let status = std::process::Command::new(suite::cargo())
+        .current_dir(root)
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "ratelimit-kata-bench",
+            "--bin",
+            "versus",
+        ])
+        .env("KATA_BENCH_LESSON", entry.number.to_string())
+        .env("RUST_BACKTRACE", "0")
+        .status()
+        .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The class view, for instructors.
+fn class(root: &Path, lessons: &[Entry], dir: &Path, html: Option<PathBuf>) -> Done {
+    let bar = spinner("reading the class".into());
+    let class = kata_runner::class::collect(root, lessons, dir, |who| {
+        bar.set_message(format!("running the lessons of {who}"))
+    })
+    .map_err(Refusal)?;
+    bar.finish_and_clear();
+    print!("{}", kata_runner::class::table(lessons, &class));
+    let page = html.unwrap_or_else(|| dir.join("class.html"));
+    std::fs::write(&page, kata_runner::class::html(lessons, &class))
+        .map_err(|e| Refusal(format!("cannot write {}: {e}", page.display())))?;
+    println!(
+        "
+the page for a projector: {}",
+        page.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Colour only on a terminal, and never when NO_COLOR is set.
@@ -113,6 +192,13 @@ fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
     (runner::assess(&outcome, untouched(root, entry)), outcome)
 }
 
+/// A lesson's state for an overview: from the cache when nothing it depends
+/// on changed since its last run.
+fn known_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
+    let outcome = report::outcome(root, entry);
+    (runner::assess(&outcome, untouched(root, entry)), outcome)
+}
+
 fn spinner(message: String) -> ProgressBar {
     let bar = if std::io::stderr().is_terminal() {
         ProgressBar::new_spinner()
@@ -140,7 +226,7 @@ fn survey(root: &Path, lessons: &[Entry]) -> Vec<(State, Outcome)> {
         .iter()
         .map(|entry| {
             bar.set_message(format!("testing {}", entry.name));
-            let result = run_lesson(root, entry);
+            let result = known_lesson(root, entry);
             bar.inc(1);
             result
         })
@@ -241,7 +327,7 @@ fn summarize(root: &Path, entry: &Entry, details: bool) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn hint(root: &Path, entry: &Entry) -> Done {
+fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     let text = std::fs::read_to_string(entry.text(root))
         .map_err(|e| Refusal(format!("cannot read lessons/{}.md: {e}", entry.name)))?;
     let all = runner::hints(&text);
@@ -249,7 +335,17 @@ fn hint(root: &Path, entry: &Entry) -> Done {
         return Err(Refusal(format!("lessons/{}.md has no hints", entry.name)));
     }
     let shown = runner::hints_shown(root, &entry.name);
-    let next = shown.min(all.len() - 1);
+    let next = match which {
+        Some(k) if (1..=all.len()).contains(&k) => k - 1,
+        Some(k) => {
+            return Err(Refusal(format!(
+                "lesson {} has hints 1 to {}, not {k}",
+                entry.number,
+                all.len()
+            )))
+        }
+        None => shown.min(all.len() - 1),
+    };
     let hint = &all[next];
     println!(
         "{} ({} of {})\n\n{}",
@@ -259,17 +355,20 @@ fn hint(root: &Path, entry: &Entry) -> Done {
         hint.text
     );
     if next + 1 < all.len() {
-        println!("\n(run the same command again for the next hint)");
+        println!(
+            "\n(run `cargo run -- hint {}` again for the next hint; `cargo run -- hint {} K` shows hint K again)",
+            entry.number, entry.number
+        );
     } else {
         println!("\n(that was the last hint)");
     }
-    runner::remember_hints_shown(root, &entry.name, next + 1)
+    runner::remember_hints_shown(root, &entry.name, shown.max(next + 1))
         .map_err(|e| Refusal(format!("cannot remember the hints shown: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }
 
 fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
-    let which = timeline.unwrap_or_else(|| "boundary_burst".into());
+    let which = timeline.unwrap_or_else(|| kata::checks::DEFAULT_COMPARISON.into());
     // Refused here, before building anything, with the same words as the tests.
     kata::timeline::Standard::resolve(&which).map_err(Refusal)?;
     let bar = spinner(format!("running {} on {which}", entry.name));
@@ -305,7 +404,28 @@ fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
         .collect();
     println!("{}", text.join("\n").trim());
     let differs = outcome.output.contains("\nfirst difference: ");
-    Ok(if differs || outcome.failed().next().is_some() {
+    let stopped = outcome.failed().next().is_some();
+    if !differs && !stopped {
+        // The same answers here; say so only as far as it goes.
+        let bar = spinner(format!("running every check of {}", entry.name));
+        let (state, all) = run_lesson(root, entry);
+        bar.finish_and_clear();
+        if state != State::Passed && state != State::NotStarted {
+            let failed = all.failed().count();
+            println!(
+                "\nBut {failed} of {} checks of lesson {:02} fail.",
+                all.tests.len(),
+                entry.number
+            );
+            if let Some(command) = runner::replay_command(&all.output) {
+                println!(
+                    "The first failing timeline, beside the reference's answers:\n  {command}"
+                );
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+    }
+    Ok(if differs || stopped {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -320,11 +440,26 @@ fn reset(root: &Path, entry: &Entry) -> Done {
             entry.name
         ))
     })?;
-    let backup = file.with_extension("rs.orig");
-    if file.exists() {
-        std::fs::copy(&file, &backup)
-            .map_err(|e| Refusal(format!("cannot keep a backup at {}: {e}", backup.display())))?;
-        println!("your file is kept at lessons/{}.rs.orig", entry.name);
+    // Every version that is not the stub is kept, numbered, never overwritten.
+    let mine = std::fs::read(&file).ok();
+    if let Some(mine) = mine.filter(|mine| *mine != stub) {
+        let backup = runner::next_backup(root, &entry.name);
+        if let Some(dir) = backup.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Refusal(format!(
+                    "cannot make {}: {e}; nothing was changed",
+                    dir.display()
+                ))
+            })?;
+        }
+        std::fs::write(&backup, mine).map_err(|e| {
+            Refusal(format!(
+                "cannot keep a backup at {}: {e}; nothing was changed",
+                backup.display()
+            ))
+        })?;
+        let shown = backup.strip_prefix(root).unwrap_or(&backup);
+        println!("your file is kept at {}", shown.display());
     }
     std::fs::write(&file, stub)
         .map_err(|e| Refusal(format!("cannot write lessons/{}.rs: {e}", entry.name)))?;
@@ -332,16 +467,17 @@ fn reset(root: &Path, entry: &Entry) -> Done {
     Ok(ExitCode::SUCCESS)
 }
 
-fn report(root: &Path, lessons: &[Entry], json: bool) -> Done {
-    let states = survey(root, lessons);
-    let report = Report {
-        schema: runner::REPORT_SCHEMA,
-        lessons: lessons
-            .iter()
-            .zip(&states)
-            .map(|(entry, (state, outcome))| LessonReport::new(entry, state, outcome))
-            .collect(),
+fn report(root: &Path, lessons: &[Entry], json: bool, name: Option<String>) -> Done {
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(lessons.len() as u64)
+    } else {
+        ProgressBar::hidden()
     };
+    let report = report::make(root, lessons, report::learner_name(root, name), |entry| {
+        bar.set_message(format!("testing {}", entry.name));
+        bar.inc(1);
+    });
+    bar.finish_and_clear();
     if json {
         let text = serde_json::to_string_pretty(&report)
             .map_err(|e| Refusal(format!("cannot write the report: {e}")))?;
@@ -349,12 +485,20 @@ fn report(root: &Path, lessons: &[Entry], json: bool) -> Done {
     } else {
         for lesson in &report.lessons {
             println!("{:02} {:<18} {}", lesson.number, lesson.state, lesson.title);
-            for check in &lesson.failing {
-                println!("     {:<9} {}", check.kind, check.name);
+            if let Some(line) = lesson
+                .first_failure
+                .as_ref()
+                .or(lesson.compiler_error.as_ref())
+            {
+                println!("     {line}");
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if report::all_started_pass(&report) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// What wakes the watcher up.
@@ -428,12 +572,12 @@ fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
     });
     if events_arrive {
         println!(
-            "watching lessons/{}.rs: the tests run again each time you save it (Enter re-runs, q quits)",
+            "watching lessons/{}.rs: the tests run again each time you save it (Enter re-runs, q then Enter quits)",
             entry.name
         );
     } else {
         println!(
-            "file events do not arrive here (a network file system?): press Enter to re-run the tests of lesson {:02}, q to quit",
+            "file events do not arrive here (a network file system?): press Enter to re-run the tests of lesson {:02}, q then Enter to quit",
             entry.number
         );
     }
@@ -445,7 +589,7 @@ fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
                 // run, and quit after it if q came meanwhile.
                 std::thread::sleep(Duration::from_millis(150));
                 let quit = rx.try_iter().any(|wake| matches!(wake, Wake::Quit));
-                println!("\n----");
+                redraw(&entry);
                 last = summarize(root, &entry, false);
                 if quit {
                     return Ok(last);
@@ -456,7 +600,28 @@ fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
     }
 }
 
+/// Before each run of watch mode: on a terminal the screen is cleared, so
+/// the newest run is the only one shown; elsewhere runs are separated.
+fn redraw(entry: &Entry) {
+    if std::io::stdout().is_terminal() {
+        print!("\x1b[2J\x1b[H");
+        println!(
+            "watching lessons/{}.rs (Enter re-runs, q then Enter quits)\n",
+            entry.name
+        );
+    } else {
+        println!("\n----");
+    }
+}
+
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early ends the runner quietly, as
+    // it does any Unix tool, instead of a panic about a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of a signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     // The kata is the folder above this crate (`runner/`), unless told.
     let root = cli
@@ -471,12 +636,16 @@ fn main() -> ExitCode {
             Some(Command::Test { lesson, details }) => {
                 find(&lessons, lesson).map(|entry| summarize(&root, entry, details))
             }
-            Some(Command::Hint { lesson }) => find(&lessons, lesson).and_then(|e| hint(&root, e)),
+            Some(Command::Hint { lesson, which }) => {
+                find(&lessons, lesson).and_then(|e| hint(&root, e, which))
+            }
             Some(Command::Compare { lesson, timeline }) => {
                 find(&lessons, lesson).and_then(|e| compare(&root, e, timeline))
             }
             Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
-            Some(Command::Report { json }) => report(&root, &lessons, json),
+            Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
+            Some(Command::Class { folder, html }) => class(&root, &lessons, &folder, html),
+            Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
         });
     match done {
         Ok(code) => code,

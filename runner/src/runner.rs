@@ -6,8 +6,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
 use crate::suite::{Kind, Outcome};
 
 /// One lesson as the runner shows it.
@@ -100,7 +98,7 @@ pub fn kind_label(kind: Kind) -> &'static str {
         Kind::Property => "properties",
         Kind::Snapshot => "snapshots",
         Kind::Loom => "races (loom)",
-        Kind::Source => "imports",
+        Kind::Source => "source checks",
     }
 }
 
@@ -206,18 +204,68 @@ pub fn failure_details(output: &str) -> String {
         .to_string()
 }
 
-/// The message of the first failed test, at most `lines` lines.
+/// The message of the most telling failed test, at most `lines` lines: a
+/// named example first (its name states the rule that was broken), then a
+/// configuration case, a snapshot, a property, a race, a source check.
 pub fn first_failure(output: &str, lines: usize) -> Option<String> {
     let details = failure_details(output);
-    let first = details.split("\n---- ").next()?.trim();
-    if first.is_empty() {
-        return None;
-    }
-    let mut shown: Vec<&str> = first.lines().take(lines).collect();
+    let blocks: Vec<String> = details
+        .split("\n---- ")
+        .map(|b| b.trim_start_matches("---- ").trim().to_string())
+        .filter(|b| !b.is_empty())
+        .collect();
+    let name = |block: &str| block.split(' ').next().unwrap_or("").to_string();
+    // A test that did not run because an earlier call hung says nothing of
+    // its own: the one that hung comes first.
+    let first = blocks
+        .iter()
+        .min_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))))?;
+    let mut shown: Vec<&str> = vec![];
+    let heading = format!("---- {}", first.lines().next().unwrap_or(""));
+    shown.push(&heading);
+    shown.extend(first.lines().skip(1).take(lines.saturating_sub(1)));
+    let mut text = shown.join("\n");
     if first.lines().count() > lines {
-        shown.push("... (`cargo run -- test N --details` shows everything)");
+        text.push_str("\n... (`cargo run -- test N --details` shows everything)");
     }
-    Some(shown.join("\n"))
+    Some(text)
+}
+
+/// The `cargo run -- compare` command of the most telling failed test that
+/// has one (examples first, as in [`first_failure`]).
+pub fn replay_command(output: &str) -> Option<String> {
+    let details = failure_details(output);
+    let mut blocks: Vec<&str> = details.split("\n---- ").collect();
+    let name = |block: &str| {
+        block
+            .trim_start_matches("---- ")
+            .split(' ')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))));
+    blocks.iter().find_map(|b| {
+        b.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("cargo run -- compare "))
+            .map(String::from)
+    })
+}
+
+/// How the harness says a test was not run after an earlier call hung.
+const NOT_RUN: &str = "was not run: earlier in this run";
+
+/// Which kind of failure tells a learner most, first.
+fn rank(kind: Kind) -> u8 {
+    match kind {
+        Kind::Example => 0,
+        Kind::Config => 1,
+        Kind::Snapshot => 2,
+        Kind::Property => 3,
+        Kind::Loom => 4,
+        Kind::Source => 5,
+    }
 }
 
 /// A hint: its title and its text.
@@ -264,53 +312,14 @@ pub fn remember_hints_shown(root: &Path, lesson: &str, shown: usize) -> std::io:
     std::fs::write(dir.join(lesson), shown.to_string())
 }
 
-/// The instructors' report: every lesson's state and failing checks.
-/// Its schema is documented in the README ("The runner's report").
-#[derive(Serialize, Debug)]
-pub struct Report {
-    pub schema: &'static str,
-    pub lessons: Vec<LessonReport>,
-}
-
-#[derive(Serialize, Debug)]
-pub struct LessonReport {
-    pub number: u32,
-    pub name: String,
-    pub title: String,
-    /// `not_started`, `does_not_compile`, `timed_out`, `failing` or `passed`.
-    pub state: &'static str,
-    pub checks: usize,
-    pub failed: usize,
-    pub failing: Vec<FailingCheck>,
-}
-
-#[derive(Serialize, Debug)]
-pub struct FailingCheck {
-    pub name: String,
-    /// `example`, `config`, `property`, `snapshot`, `loom` or `source`.
-    pub kind: &'static str,
-}
-
-pub const REPORT_SCHEMA: &str = "ratelimit-kata/report/1";
-
-impl LessonReport {
-    pub fn new(entry: &Entry, state: &State, outcome: &Outcome) -> LessonReport {
-        LessonReport {
-            number: entry.number,
-            name: entry.name.clone(),
-            title: entry.title.clone(),
-            state: state.id(),
-            checks: outcome.tests.len(),
-            failed: outcome.failed().count(),
-            failing: outcome
-                .failed()
-                .map(|name| FailingCheck {
-                    name: name.to_string(),
-                    kind: Kind::of(name).name(),
-                })
-                .collect(),
-        }
-    }
+/// Where `reset` keeps the next copy of a learner's file:
+/// `lessons/backups/lesson_02.1.rs`, `.2.rs`, … (the first number not taken).
+pub fn next_backup(root: &Path, lesson: &str) -> PathBuf {
+    let dir = root.join("lessons").join("backups");
+    (1..)
+        .map(|n| dir.join(format!("{lesson}.{n}.rs")))
+        .find(|p| !p.exists())
+        .expect("a free number")
 }
 
 #[cfg(test)]

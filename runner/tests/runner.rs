@@ -210,6 +210,12 @@ fn test_sums_up_by_kind_and_exits_with_the_result() {
     assert_eq!(failing.code, 1, "{}", failing.out);
     assert!(failing.out.contains("FAIL  examples"), "{}", failing.out);
     assert!(failing.out.contains("first failure:"), "{}", failing.out);
+    // The named example whose name states the bug comes first.
+    assert!(
+        failing.out.contains("first failure:\n---- examples::"),
+        "{}",
+        failing.out
+    );
     assert!(failing.out.contains("retry after"), "{}", failing.out);
 
     let details = runner(&["test", "2", "--details"]);
@@ -267,6 +273,10 @@ fn bad_input_gets_a_message_and_exit_code_2() {
     );
     let word = runner(&["hint", "two"]);
     assert_eq!(word.code, 2, "{}", word.err);
+    // The fixture kata has no benchmark crate: said, not attempted.
+    let bench = runner(&["bench", "1"]);
+    assert_eq!(bench.code, 2, "{}", bench.err);
+    assert!(bench.err.contains("no bench/ crate"), "{}", bench.err);
 }
 
 #[test]
@@ -286,6 +296,36 @@ fn hints_come_one_more_each_time() {
         second.out
     );
     assert!(second.out.contains("the last hint"), "{}", second.out);
+    let again = runner(&["hint", "5", "1"]);
+    assert!(
+        again.out.starts_with("Hint 1: first (1 of 2)"),
+        "{}",
+        again.out
+    );
+    let none = runner(&["hint", "5", "3"]);
+    assert_eq!(none.code, 2, "{}", none.err);
+    assert!(none.err.contains("hints 1 to 2"), "{}", none.err);
+}
+
+#[test]
+fn output_piped_into_a_reader_that_stops_ends_quietly() {
+    let _one = serial();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimit-kata"))
+        .args(["hint", "5", "1", "--root"])
+        .arg(kata())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the runner starts");
+    // The reader goes away before the runner writes anything (`| head -0`).
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    assert_ne!(out.status.code(), Some(101), "{err}");
 }
 
 #[test]
@@ -299,18 +339,83 @@ fn compare_marks_the_first_difference() {
         "{}",
         differs.out
     );
+    // The default timeline tells this mistake (a whole window's wait) apart.
+    let default = runner(&["compare", "2"]);
+    assert_eq!(default.code, 1, "{}{}", default.out, default.err);
+    assert!(default.out.starts_with("first_look:"), "{}", default.out);
+    assert!(
+        default.out.contains("<-- first difference"),
+        "{}",
+        default.out
+    );
     let same = runner(&["compare", "1", "a@0 a@0 a@5"]);
     assert_eq!(same.code, 0, "{}{}", same.out, same.err);
-    assert!(same.out.contains("no difference"), "{}", same.out);
+    assert!(
+        same.out.contains("no difference on this timeline"),
+        "{}",
+        same.out
+    );
+    assert!(
+        same.out.contains("requests alone run with L=3 W=1_000ns"),
+        "{}",
+        same.out
+    );
+}
+
+#[test]
+fn compare_replays_what_a_failure_prints() {
+    let _one = serial();
+    // Exactly as a failure prints it: the configuration comes with it.
+    let run = runner(&["compare", "1", "L=1 W=2ns: b@3 b@3 b@4"]);
+    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    assert!(run.out.contains("limit 1 per window of 2ns"), "{}", run.out);
+    // A failing lesson's messages end with that command.
+    let failing = runner(&["test", "2", "--details"]);
+    assert!(
+        failing
+            .out
+            .contains("replay it beside the reference's answers:\n  cargo run -- compare 2 'L="),
+        "{}",
+        failing.out
+    );
+}
+
+#[test]
+fn compare_says_when_the_timeline_shows_nothing_but_checks_fail() {
+    let _one = serial();
+    let run = runner(&["compare", "2", "a@0"]);
+    assert_eq!(run.code, 1, "{}{}", run.out, run.err);
+    assert!(
+        run.out.contains("no difference on this timeline"),
+        "{}",
+        run.out
+    );
+    assert!(run.out.contains("checks of lesson 02 fail"), "{}", run.out);
+    assert!(run.out.contains("cargo run -- compare 2 '"), "{}", run.out);
+}
+
+#[test]
+fn compare_fails_with_the_table_when_the_limiter_hangs() {
+    let _one = serial();
+    let run = runner(&["compare", "4", "a@0 a@1"]);
+    assert_eq!(run.code, 1, "{}{}", run.out, run.err);
+    assert!(run.out.contains("did not return within 3 s"), "{}", run.out);
+    assert!(run.out.contains("#  time"), "{}", run.out);
 }
 
 #[test]
 fn report_json_follows_its_schema() {
     let _one = serial();
-    let run = runner(&["report", "--json"]);
-    assert_eq!(run.code, 0, "{}", run.err);
+    let _ = std::fs::remove_dir_all(kata().join(".kata"));
+    let hint = runner(&["hint", "2"]);
+    assert_eq!(hint.code, 0, "{}", hint.err);
+    let run = runner(&["report", "--json", "--name", "Ada"]);
+    // Not every lesson started passes: exit code 1.
+    assert_eq!(run.code, 1, "{}", run.err);
     let report: serde_json::Value = serde_json::from_str(&run.out).expect("JSON");
-    assert_eq!(report["schema"], "ratelimit-kata/report/1");
+    assert_eq!(report["schema"], "ratelimit-kata/report/2");
+    assert_eq!(report["learner"], "Ada");
+    assert_eq!(report["when"].as_str().unwrap().len(), 20, "{report}");
     let lessons = report["lessons"].as_array().unwrap();
     let states: Vec<&str> = lessons
         .iter()
@@ -332,6 +437,111 @@ fn report_json_follows_its_schema() {
         "{failing:?}"
     );
     assert!(failing.iter().all(|c| c["name"].is_string()));
+    assert!(
+        lessons[1]["first_failure"]
+            .as_str()
+            .unwrap()
+            .starts_with("examples::"),
+        "{}",
+        lessons[1]
+    );
+    assert_eq!(lessons[1]["hints_shown"], 1);
+    assert!(
+        lessons[2]["compiler_error"]
+            .as_str()
+            .unwrap()
+            .contains("lessons/lesson_03.rs:"),
+        "{}",
+        lessons[2]
+    );
+    assert!(lessons[4]["failing"].as_array().unwrap().is_empty());
+    assert!(lessons[0]["file"].as_str().unwrap().starts_with("fnv1a64:"));
+
+    // Nothing changed: every lesson comes from the cache, without cargo.
+    let again = runner_with(&["report", "--json"], "", &[("CARGO", "/bin/false")]);
+    let second: serde_json::Value = serde_json::from_str(&again.out).expect("JSON");
+    let states_again: Vec<&str> = second["lessons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(states_again, states, "{}", again.err);
+}
+
+#[test]
+fn class_shows_reports_and_checkouts_without_touching_them() {
+    let _one = serial();
+    let kata = kata();
+    let folder = kata.parent().unwrap().join("class");
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    // Three reports: one learner twice, half an hour apart, stuck on the
+    // same failure; one learner whose lessons all pass.
+    let run = runner(&["report", "--json", "--name", "ada"]);
+    let mut ada: serde_json::Value = serde_json::from_str(&run.out).expect("JSON");
+    ada["when"] = "2026-12-01T10:00:00Z".into();
+    std::fs::write(folder.join("ada-1000.json"), ada.to_string()).unwrap();
+    ada["when"] = "2026-12-01T10:30:00Z".into();
+    std::fs::write(folder.join("ada-1030.json"), ada.to_string()).unwrap();
+    let mut cy = ada.clone();
+    cy["learner"] = "cy".into();
+    for lesson in cy["lessons"].as_array_mut().unwrap() {
+        lesson["state"] = "passed".into();
+        lesson["failing"] = serde_json::json!([]);
+        lesson["first_failure"] = serde_json::Value::Null;
+    }
+    std::fs::write(folder.join("cy.json"), cy.to_string()).unwrap();
+    // One checkout: lesson 01 as the stub, the others as the fixture has them.
+    let bob = folder.join("bob");
+    std::fs::create_dir_all(bob.join("lessons")).unwrap();
+    for n in 1..=5 {
+        let name = format!("lessons/lesson_{n:02}.rs");
+        std::fs::copy(kata.join(&name), bob.join(&name)).unwrap();
+    }
+    std::fs::copy(
+        kata.join("lessons/stubs/lesson_01.rs"),
+        bob.join("lessons/lesson_01.rs"),
+    )
+    .unwrap();
+    let before = std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap();
+
+    let class = runner(&["class", folder.to_str().unwrap()]);
+    assert_eq!(class.code, 0, "{}{}", class.out, class.err);
+    assert!(class.out.contains("class of 3 learners"), "{}", class.out);
+    // ada: + x ! x .; bob: . x ! x .; cy: all passed.
+    assert!(class.out.contains("ada  +x!x."), "{}", class.out);
+    assert!(class.out.contains("bob  .x!x."), "{}", class.out);
+    assert!(class.out.contains("cy   +++++"), "{}", class.out);
+    assert!(
+        class
+            .out
+            .contains("ada on lesson 02: the same failure for 30 min"),
+        "{}",
+        class.out
+    );
+    assert!(
+        class.out.contains("checks that fail most often"),
+        "{}",
+        class.out
+    );
+    let page = std::fs::read_to_string(folder.join("class.html")).unwrap();
+    assert!(
+        page.starts_with("<!doctype html>") && page.contains("bob"),
+        "{page}"
+    );
+    // The checkout is read, never written.
+    assert_eq!(
+        std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap(),
+        before
+    );
+    assert!(!bob.join(".kata").exists());
+
+    let empty = folder.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let none = runner(&["class", empty.to_str().unwrap()]);
+    assert_eq!(none.code, 2, "{}", none.err);
+    assert!(none.err.contains("holds no report"), "{}", none.err);
 }
 
 #[test]
@@ -348,21 +558,34 @@ fn watch_reruns_on_enter_and_quits_on_q() {
 }
 
 #[test]
-fn reset_restores_the_stub_and_keeps_a_backup() {
+fn reset_restores_the_stub_and_keeps_every_version() {
     let _one = serial();
     let kata = kata();
     let file = kata.join("lessons/lesson_02.rs");
+    let stub = std::fs::read_to_string(kata.join("lessons/stubs/lesson_02.rs")).unwrap();
     let before = std::fs::read_to_string(&file).unwrap();
+    let _ = std::fs::remove_dir_all(kata.join("lessons/backups"));
     let run = runner(&["reset", "2"]);
     assert_eq!(run.code, 0, "{}", run.err);
-    assert_eq!(
-        std::fs::read_to_string(kata.join("lessons/lesson_02.rs.orig")).unwrap(),
-        before
+    assert!(
+        run.out.contains("lessons/backups/lesson_02.1.rs"),
+        "{}",
+        run.out
     );
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        std::fs::read_to_string(kata.join("lessons/stubs/lesson_02.rs")).unwrap()
-    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), stub);
+    // A second attempt, reset again: both versions are kept.
+    std::fs::write(&file, "// attempt two\n").unwrap();
+    let again = runner(&["reset", "2"]);
+    assert_eq!(again.code, 0, "{}", again.err);
+    // Resetting the stub itself keeps nothing more.
+    let third = runner(&["reset", "2"]);
+    assert_eq!(third.code, 0, "{}", third.err);
+    let read = |n: u32| {
+        std::fs::read_to_string(kata.join(format!("lessons/backups/lesson_02.{n}.rs"))).ok()
+    };
+    assert_eq!(read(1).as_deref(), Some(before.as_str()));
+    assert_eq!(read(2).as_deref(), Some("// attempt two\n"));
+    assert_eq!(read(3), None);
     // Put the failing learner file back for the other tests.
     std::fs::write(&file, before).unwrap();
 }

@@ -112,6 +112,15 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
     }
 }
 
+/// What a mistake's failure must show: its `//! Shows: <text>` lines.
+fn shows(source: &str) -> Vec<String> {
+    source
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! Shows: "))
+        .map(|t| t.trim().to_string())
+        .collect()
+}
+
 fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
     let mut list = vec![
         ("reference".to_string(), Expect::Pass),
@@ -247,13 +256,44 @@ fn main() -> ExitCode {
     for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
         progress(i, plan.len(), &format!("{} {subject}", lesson.name()));
         let outcome = suite::run(root, &lesson.name(), subject);
-        let (ok, detail) = judge(*expect, &outcome);
+        let (mut ok, mut detail) = judge(*expect, &outcome);
+        // A mistake may say what its failure must show (`//! Shows: …`):
+        // the messages are checked too, not only that something failed.
+        if let Some(name) = subject.strip_prefix("mistake:") {
+            let file = root
+                .join("mistakes")
+                .join(lesson.name())
+                .join(format!("{name}.rs"));
+            let missing: Vec<String> = shows(&std::fs::read_to_string(file).unwrap_or_default())
+                .into_iter()
+                .filter(|want| !outcome.output.contains(want.as_str()))
+                .collect();
+            if ok && !missing.is_empty() {
+                ok = false;
+                detail = format!("caught, but the failure does not show {missing:?}");
+            }
+        }
         let shown = subject.clone();
         rows.push(Row {
             lesson: lesson.name(),
             subject: shown,
             ok,
             detail,
+            seconds: outcome.took.as_secs_f64(),
+        });
+    }
+    // An unknown subject is named once, not once per test, and fails the run.
+    if let Some(first) = lessons.first() {
+        let outcome = suite::run(root, &first.name(), "no-such-subject");
+        let said = outcome
+            .output
+            .matches("names no implementation of this lesson")
+            .count();
+        rows.push(Row {
+            lesson: first.name(),
+            subject: "KATA_SUBJECT=no-such-subject".into(),
+            ok: said == 1 && outcome.tests.is_empty(),
+            detail: format!("refused, said {said} time(s)"),
             seconds: outcome.took.as_secs_f64(),
         });
     }

@@ -1,0 +1,95 @@
+//! For `cargo run -- bench N`: with `KATA_BENCH_LESSON=N`, compiles the
+//! learner's `lessons/lesson_NN.rs` (that one only: another lesson's file may
+//! not compile yet) and the lesson's reference into the `versus` binary.
+//! Without it, the binary has no learner to measure and says so.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo::rerun-if-env-changed=KATA_BENCH_LESSON");
+    println!("cargo::rerun-if-changed=../lessons/lessons.toml");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo")).join("versus.rs");
+    let kata = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"))
+        .join("..")
+        .canonicalize()
+        .expect("the kata's folder");
+    let mut code = String::new();
+    let wanted = std::env::var("KATA_BENCH_LESSON")
+        .ok()
+        .and_then(|n| n.trim().parse::<u32>().ok());
+    let lesson = match wanted {
+        None => None,
+        Some(n) => match kata_catalog::Catalog::load(&kata) {
+            Ok(catalog) => catalog.lesson(n).cloned(),
+            Err(e) => {
+                println!("cargo::error={e}");
+                return;
+            }
+        },
+    };
+    match lesson {
+        None => code
+            .push_str("/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\n"),
+        Some(l) => {
+            let root = kata.to_string_lossy().replace('\\', "/");
+            // How one decision is asked of the learner's type: lesson 01's
+            // `check(&mut self)` behind a lock, `RateLimiter::check` as is.
+            let (holder, access) = match l.kind {
+                kata_catalog::Kind::Limiter => (
+                    format!("std::sync::Mutex<imp::{}>", l.type_name),
+                    "self.0.lock().unwrap_or_else(|e| e.into_inner())",
+                ),
+                kata_catalog::Kind::SharedLimiter => (format!("imp::{}", l.type_name), "self.0"),
+            };
+            let wrap = match l.kind {
+                kata_catalog::Kind::Limiter => "Driven(std::sync::Mutex::new(l))",
+                kata_catalog::Kind::SharedLimiter => "Driven(l)",
+            };
+            for (module, file) in [
+                ("learner", l.learner_file()),
+                ("reference", l.reference_file()),
+            ] {
+                let _ = writeln!(
+                    code,
+                    "pub mod {module} {{
+    #[allow(unused_imports)]
+    pub mod sync {{
+        pub use crate::sync::*;
+    }}
+    #[path = {path:?}]
+    #[allow(dead_code)]
+    pub mod imp;
+
+    pub struct Driven({holder});
+
+    impl crate::Contender for Driven {{
+        fn decide(&self, key: &String, now: u64) -> bool {{
+            #[allow(unused_imports)]
+            use kata::RateLimiter as _;
+            {access}.check(key, kata::Timestamp::from_nanos(now)).is_allowed()
+        }}
+    }}
+
+    pub fn build(limit: u64, period: std::time::Duration) -> Result<Box<dyn crate::Contender>, kata::ConfigError> {{
+        imp::{ty}::new(limit, period).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
+    }}
+}}",
+                    path = format!("{root}/{file}"),
+                    ty = l.type_name,
+                );
+            }
+            let _ = writeln!(
+                code,
+                "pub const LESSON: Option<Lesson> = Some(Lesson {{ number: {}, title: {:?}, algorithm: {:?}, shared: {}, learner: learner::build, reference: reference::build }});",
+                l.number,
+                l.title,
+                l.algorithm,
+                l.kind.concurrent()
+            );
+        }
+    }
+    if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
+        std::fs::write(&out, code).expect("OUT_DIR is writable");
+    }
+}

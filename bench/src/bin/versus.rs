@@ -1,0 +1,101 @@
+//! `cargo run -- bench N`: the learner's limiter of lesson N next to the
+//! reference (and governor, for the token bucket and GCRA), on the benchmark
+//! workloads, in an optimised build: ns per decision, side by side.
+//!
+//! Every contender gets the same configuration: a steady stream of one
+//! request per nanosecond that is always allowed, the hot path they share.
+//! Each workload is timed for about half a second after a short warm-up.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use ratelimit_kata_bench::{governor_bucket, keys, versus, Contender};
+
+/// ns per decision of `contender` on `keys`, taken round robin, with `now`
+/// advancing one nanosecond per request.
+fn time(contender: &dyn Contender, keys: &[String]) -> f64 {
+    let mut now = 1_000_000u64;
+    for key in keys.iter().cycle().take(200_000.max(keys.len())) {
+        now += 1;
+        black_box(contender.decide(key, now));
+    }
+    let started = Instant::now();
+    let mut decisions = 0u64;
+    while started.elapsed() < Duration::from_millis(500) {
+        for key in keys.iter().cycle().take(10_000) {
+            now += 1;
+            black_box(contender.decide(black_box(key), now));
+        }
+        decisions += 10_000;
+    }
+    started.elapsed().as_nanos() as f64 / decisions as f64
+}
+
+fn main() {
+    let Some(lesson) = versus::LESSON else {
+        eprintln!("no lesson to measure: run `cargo run -- bench N` from the kata's folder");
+        std::process::exit(2);
+    };
+    let (limit, period) = match lesson.algorithm {
+        "TokenBucket" => (1_000, Duration::from_nanos(1)),
+        // In a steady stream the weighted count sits at exactly L·W: one more makes room.
+        "SlidingCounter" => (1_001, Duration::from_nanos(1_000)),
+        _ => (1_000, Duration::from_nanos(1_000)),
+    };
+    let mut contenders: Vec<(&str, Box<dyn Contender>)> = Vec::new();
+    match std::panic::catch_unwind(|| (lesson.learner)(limit, period)) {
+        Ok(Ok(l)) => contenders.push(("yours", l)),
+        Ok(Err(e)) => {
+            eprintln!("your new({limit}, {period:?}) returned Err({e:?}): nothing to measure");
+            std::process::exit(1);
+        }
+        Err(_) => {
+            eprintln!(
+                "your new({limit}, {period:?}) panicked (the message is above): nothing to measure"
+            );
+            std::process::exit(1);
+        }
+    }
+    contenders.push((
+        "reference",
+        (lesson.reference)(limit, period).expect("the reference accepts it"),
+    ));
+    if lesson.algorithm == "TokenBucket" {
+        contenders.push(("governor 0.10", governor_bucket()));
+    }
+    let workloads = [("1 hot key", keys(1)), ("10k keys", keys(10_000))];
+    println!(
+        "lesson {:02} ({}): ns per decision, optimised build, {}\n",
+        lesson.number,
+        lesson.title,
+        if lesson.shared {
+            "one thread"
+        } else {
+            "one thread, behind a Mutex as the tests drive it"
+        }
+    );
+    print!("{:<14}", "");
+    for (name, _) in &workloads {
+        print!("{name:>14}");
+    }
+    println!();
+    for (name, contender) in &contenders {
+        print!("{name:<14}");
+        for (_, keys) in &workloads {
+            let timed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                time(contender.as_ref(), keys)
+            }));
+            match timed {
+                Ok(ns) => print!("{:>14}", format!("{ns:.1}")),
+                Err(_) => {
+                    println!("  panicked (the message is above)");
+                    std::process::exit(1);
+                }
+            }
+        }
+        println!();
+    }
+    println!(
+        "\n(`governor` reads its own clock; the others are given `now`. Numbers vary from run to run by a few percent.)"
+    );
+}
