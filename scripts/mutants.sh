@@ -21,10 +21,10 @@ fi
 
 lessons=("$@")
 if [ ${#lessons[@]} -eq 0 ]; then
-    for f in "$root"/solutions/lesson_*.rs; do
-        n="${f##*/lesson_}"
-        lessons+=("${n%.rs}")
-    done
+    # Every lesson of the catalog (a going-further solution is not a lesson).
+    while read -r n; do
+        lessons+=("$(printf '%02d' "$n")")
+    done < <(sed -n 's/^number = \([0-9]*\)$/\1/p' "$root/lessons/lessons.toml")
 fi
 
 scratch="$(mktemp -d)"

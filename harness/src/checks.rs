@@ -67,7 +67,7 @@ impl Lesson {
     ) -> Lesson {
         let names =
             |list: &[(&'static str, Variant)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
-        crate::watchdog::set_root(root);
+        crate::files::set_root(root);
         let subject = Subject::from_env(
             &names(&implementations.mistakes),
             &names(&implementations.alternatives),
@@ -306,9 +306,17 @@ impl Lesson {
             run_watched(self.implementations.reference, &timeline),
         );
         let (yours, stop) = run_partial(self.tested(), &timeline);
+        // Only answers the contract fixes exactly are marked: a late request,
+        // or one past the exact horizon, may be answered more than one way.
+        let placed = timeline.placed();
         let at = match &stop {
             Some(_) => Some(yours.len()),
-            None => first_difference(&yours, &reference),
+            None => (0..timeline.requests.len()).find(|&i| {
+                let now = timeline.requests[i].now.as_nanos();
+                placed[i] == now
+                    && self.algorithm.exact_at(&timeline.config, now)
+                    && yours.get(i) != reference.get(i)
+            }),
         };
         println!(
             "{}",
@@ -483,21 +491,16 @@ impl Lesson {
     /// thread id) answers each new thread as a stranger. Only real threads
     /// show it: loom runs all its threads on one.
     pub fn answers_do_not_depend_on_the_thread(&self) {
-        self.property(
-            "answers do not depend on the calling thread",
-            64,
-            Shape::InOrder,
-            |ctx, t| {
-                let got = run_on_threads(ctx.tested, t)?;
-                compare(
-                    ctx,
-                    t,
-                    &got,
-                    "the contract (calls made one thread after another)",
-                    &model_run(ctx.algorithm, t),
-                )
-            },
-        );
+        self.property(THREADS_PROPERTY, 64, Shape::InOrder, |ctx, t| {
+            let got = run_on_threads(ctx.tested, t)?;
+            compare(
+                ctx,
+                t,
+                &got,
+                "the contract (calls made one thread after another)",
+                &model_run(ctx.algorithm, t),
+            )
+        });
     }
 
     /// Many distinct keys, more than any fixed number of buckets a limiter
@@ -535,9 +538,25 @@ impl Lesson {
             let Some(i) = first_difference(&got, &want) else {
                 continue;
             };
+            // A key that goes wrong on its own is not this check's finding.
+            let wrong = &timeline.requests[i].key;
+            let mut alone = timeline.prefix(i + 1);
+            alone.requests.retain(|r| r.key == *wrong);
+            let alone_got = self.unwrap(&alone, run_watched(ctx.tested, &alone));
+            let alone_want = model_run(ctx.algorithm, &alone);
+            if let Some(j) = first_difference(&alone_got, &alone_want) {
+                panic!(
+                    "lesson {:02} ({}): {} answers a key wrongly on its own.\nminimal timeline: {alone:?}\n\n{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
+                    self.number,
+                    self.title,
+                    self.whose(),
+                    divergence(&alone, j, &self.whose(), &alone_got, "the contract", &alone_want),
+                    render_compare(ctx.algorithm, &alone, ("yours", "contract"), &alone_got, &alone_want, Some(j)),
+                    replay(self.number, &alone)
+                );
+            }
             // The smallest timeline that shows it: the key that went wrong and
             // one earlier key, each with its requests up to that point.
-            let wrong = &timeline.requests[i].key;
             let shrunk = timeline.requests[..i]
                 .iter()
                 .map(|r| &r.key)
@@ -596,9 +615,12 @@ impl Lesson {
             }
             return;
         }
-        let limit = Duration::from_secs(5);
+        // A correct call returns in microseconds; a walk over 2^40 periods
+        // takes hours. The margin between them needs no tuning.
+        let limit = time_limit().min(Duration::from_secs(5));
         let exe = std::env::current_exe().expect("the test binary knows its path");
-        let mut child = std::process::Command::new(exe)
+        let mut command = std::process::Command::new(exe);
+        command
             .args([
                 "--exact",
                 "stays_quick_after_idle_gaps",
@@ -609,47 +631,27 @@ impl Lesson {
             .env(IDLE_PROBE, "1")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("the test binary starts again");
-        let started = std::time::Instant::now();
-        let finished = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if started.elapsed() > limit => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    break None;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-                Err(e) => panic!("could not wait for the idle-gap probe: {e}"),
-            }
-        };
-        let mut out = String::new();
-        let mut err = String::new();
-        use std::io::Read as _;
-        if let Some(mut o) = child.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        if let Some(mut e) = child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
+            .stderr(std::process::Stdio::piped());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let child = command.spawn().expect("the test binary starts again");
+        let (out, stopped) = crate::watchdog::collect(child, limit);
+        let finished = !stopped;
         let done = EXPONENTS
             .iter()
             .take_while(|k| out.contains(&format!("{IDLE_PROBE} 2^{k} done")))
             .count();
         match finished {
-            Some(status) if status.success() && done == EXPONENTS.len() => {}
-            Some(_) => panic!(
-                "{} failed while answering after an idle gap:\n{}{}",
+            true if done == EXPONENTS.len() => {}
+            true => panic!(
+                "{} failed while answering after an idle gap:\n{}",
                 self.whose(),
                 out.lines()
                     .filter(|l| !l.starts_with(IDLE_PROBE))
                     .collect::<Vec<_>>()
-                    .join("\n"),
-                err
+                    .join("\n")
             ),
-            None => {
+            false => {
                 let k = EXPONENTS[done.min(EXPONENTS.len() - 1)];
                 panic!(
                     "too slow after an idle gap of 2^{k} {}s: {} answered check(\"a\", 0ns), then \
@@ -750,7 +752,13 @@ impl Lesson {
                 } else {
                     "minimal timeline"
                 },
-                replay(self.number, &timeline)
+                if name == THREADS_PROPERTY {
+                    "(on one thread the answers may well agree: this property makes every call \
+                     from a new OS thread, and only that shows state kept per thread)"
+                        .to_string()
+                } else {
+                    replay(self.number, &timeline)
+                }
             ),
             Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
         }
@@ -786,7 +794,7 @@ impl Lesson {
         let v = self.tested();
         let build = v
             .build_loom
-            .expect("loom scenarios need a lesson built with `concurrent`");
+            .expect("loom scenarios need a lesson of kind shared-limiter");
         if let Err(e) = crate::scenarios::explore(self.algorithm, build, scenario) {
             panic!("{} ({}): {e}", self.subject(), v.path());
         }
@@ -1003,9 +1011,11 @@ fn compare(
     other: &str,
     want: &[Decision],
 ) -> Result<(), String> {
+    // Late requests have no one exact answer; the invariant judges them.
+    let placed = t.placed();
     let exact = |i: usize| {
-        ctx.algorithm
-            .exact_at(&t.config, t.requests[i].now.as_nanos())
+        let now = t.requests[i].now.as_nanos();
+        placed[i] == now && ctx.algorithm.exact_at(&t.config, now)
     };
     let first = (0..t.requests.len()).find(|&i| exact(i) && got.get(i) != want.get(i));
     match first {
@@ -1164,6 +1174,9 @@ fn probe(ctx: Ctx, t: &Timeline) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The property whose failures no single-threaded replay shows.
+const THREADS_PROPERTY: &str = "answers do not depend on the calling thread";
 
 /// Set in the child process of [`Lesson::stays_quick_after_idle_gaps`].
 const IDLE_PROBE: &str = "KATA_IDLE_PROBE";

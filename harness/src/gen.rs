@@ -242,6 +242,7 @@ fn build(
         _ => u64::MAX - start,
     };
     let mut clocks = [now; KEYS];
+    let mut burst_clock = 0u64;
     let mut requests: Vec<Request> = Vec::with_capacity(steps.len());
     for step in steps {
         if own_clocks {
@@ -289,6 +290,15 @@ fn build(
                 };
                 let each = burst_size(config.limit, n).min(MOST_AT_ONCE / keys);
                 let room = MOST_REQUESTS.saturating_sub(requests.len() as u64);
+                // The burst keys keep one clock of their own, so that with
+                // per-key clocks they are never sent late.
+                let at = match step.moves {
+                    Move::Spread(..) => now.max(burst_clock),
+                    _ => now,
+                };
+                if matches!(step.moves, Move::Spread(..)) {
+                    burst_clock = at;
+                }
                 for i in 0..(each * keys).min(room) {
                     let key = match step.moves {
                         Move::Spread(..) => format!("burst-{}", i % keys),
@@ -296,7 +306,7 @@ fn build(
                     };
                     requests.push(Request {
                         key,
-                        now: Timestamp::from_nanos(now),
+                        now: Timestamp::from_nanos(at),
                     });
                 }
                 continue;
@@ -342,6 +352,18 @@ mod tests {
         (0..n)
             .map(|_| strategy.new_tree(&mut runner).unwrap().current())
             .collect()
+    }
+
+    #[test]
+    fn long_timelines_are_in_order_and_reach_their_limits() {
+        let all = sample(Shape::Long, 40);
+        assert!(all.iter().all(Timeline::in_order));
+        assert!(all
+            .iter()
+            .any(|t| t.config.limit >= 1_000 && t.requests.len() as u64 > t.config.limit));
+        assert!(all
+            .iter()
+            .any(|t| t.requests.iter().any(|r| r.key == "burst-3")));
     }
 
     #[test]

@@ -16,16 +16,19 @@
 //! - [`timeline`], [`gen`]: timelines, their notation and their generators;
 //! - [`render`]: tables and strip charts of timelines;
 //! - [`checks`], [`scenarios`]: the generic checks and the loom scenarios;
-//! - [`subject`], [`source`], [`watchdog`]: which file is tested, what it
-//!   imports, and how its panics and hangs become readable failures.
+//! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
+//!   tested, what its source may use, how its panics and hangs become
+//!   readable failures, and file names as learners see them.
 //!
-//! Modules depend on each other in one direction only: the contract's types,
-//! then the facade and the watchdog, then timelines and models, then
-//! rendering, generators, drivers and scenarios, then the checks.
+//! Modules depend on each other in one direction only: the contract's types
+//! and file names, then the facade, then the watchdog, then timelines and
+//! models, then rendering, generators, drivers and scenarios, then the
+//! checks.
 
 pub mod checks;
 pub mod decision;
 pub mod drive;
+pub mod files;
 pub mod gen;
 pub mod models;
 pub mod render;

@@ -193,9 +193,8 @@ pub fn first_difference(a: &[Decision], b: &[Decision]) -> Option<usize> {
         .or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
 }
 
-/// Two runs of one timeline side by side, the first difference marked.
-/// `checked[i]` is false for requests whose exact answer the contract leaves
-/// open (see [`Algorithm::exact_at`]); they are shown but never marked.
+/// Two runs of one timeline side by side, the row `mark` marked as the first
+/// difference (the caller decides which answers the contract fixes exactly).
 pub fn render_compare(
     algorithm: Algorithm,
     timeline: &Timeline,

@@ -10,11 +10,12 @@ use std::time::Instant;
 
 use crate::decision::{describe, Decision, RateLimiter};
 use crate::drive::BuildShared;
+use crate::files::tidy_path;
 use crate::models::{Algorithm, Model};
 use crate::render::call;
 use crate::sync::{note, reset_trace, take_trace, Op};
 use crate::timeline::{Config, Request};
-use crate::watchdog::{take_panic, tidy_path, time_limit, watched};
+use crate::watchdog::{take_panic, time_limit, watched};
 
 /// A concurrent situation: calls made before the threads start, the calls of
 /// each thread (thread 0 is the model's main thread, which also spawns and

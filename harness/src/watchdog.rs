@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, Once};
 use std::time::Duration;
 
+use crate::files::tidy_path;
 use crate::sync::{set_watch, Watch};
 
 thread_local! {
@@ -61,24 +62,6 @@ fn install_hook() {
     });
 }
 
-/// The kata's root, as the compiler names the lesson files (which are
-/// compiled in by absolute path): set once by the lesson being tested.
-static ROOT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-
-/// Sets the folder [`tidy_path`] takes off the front of file names.
-pub fn set_root(root: &str) {
-    let _ = ROOT.set(format!("{}/", root.trim_end_matches('/')));
-}
-
-/// `/home/me/kata/lessons/lesson_02.rs` → `lessons/lesson_02.rs`: file names
-/// as learners see them, relative to the kata's root.
-pub fn tidy_path(file: &str) -> String {
-    match ROOT.get() {
-        Some(root) => file.replace(root.as_str(), ""),
-        None => file.to_string(),
-    }
-}
-
 /// Takes the first panic recorded on this thread since the last call.
 pub fn take_panic() -> Option<String> {
     LAST_PANIC.with(|p| p.borrow_mut().take())
@@ -91,6 +74,51 @@ pub fn progress(index: usize) {
             p.store(index, Ordering::Relaxed);
         }
     });
+}
+
+/// Waits for a child process up to `limit`, reading both its outputs
+/// meanwhile (so a chatty child cannot block on a full pipe); kills it, and
+/// its process group when it leads one, after `limit`. Returns what it
+/// printed and whether it was stopped.
+pub fn collect(mut child: std::process::Child, limit: Duration) -> (String, bool) {
+    fn read(pipe: Option<impl std::io::Read + Send + 'static>) -> mpsc::Receiver<String> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            let _ = tx.send(text);
+        });
+        rx
+    }
+    let stdout = read(child.stdout.take());
+    let stderr = read(child.stderr.take());
+    let deadline = std::time::Instant::now() + limit;
+    let mut timed_out = false;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => break,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                // The whole group: cargo, and the test binary it started,
+                // which would otherwise run on, holding our pipes open.
+                #[cfg(unix)]
+                let _ = std::process::Command::new("kill")
+                    .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                let _ = child.kill();
+                let _ = child.wait();
+                timed_out = true;
+                break;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    // Anything that outlived the kill must not keep us waiting for its output.
+    let grace = Duration::from_secs(5);
+    let out = stdout.recv_timeout(grace).unwrap_or_default();
+    let err = stderr.recv_timeout(grace).unwrap_or_default();
+    (format!("{out}{err}"), timed_out)
 }
 
 /// Runs `work` on a new OS thread and waits for it: a panic there comes

@@ -48,20 +48,25 @@ pub fn collect(
         if path.extension().is_some_and(|e| e == "json") {
             let text = std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let report: Report = serde_json::from_str(&text).map_err(|e| {
-                format!(
-                    "{} is not a report of `cargo run -- report --json`: {e}",
-                    path.display()
-                )
-            })?;
-            if report.schema != report::SCHEMA {
-                return Err(format!(
-                    "{} is a report of schema {:?}; this kata reads {:?}",
-                    path.display(),
-                    report.schema,
-                    report::SCHEMA
-                ));
-            }
+            let report: Report = match serde_json::from_str::<Report>(&text) {
+                Ok(r) if r.schema == report::SCHEMA => r,
+                Ok(r) => {
+                    eprintln!(
+                        "left out {}: a report of schema {:?}; this kata reads {:?}",
+                        path.display(),
+                        r.schema,
+                        report::SCHEMA
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!(
+                        "left out {}: not a report of `cargo run -- report --json` ({e})",
+                        path.display()
+                    );
+                    continue;
+                }
+            };
             // Reports of one learner collected over time share a name.
             let name = report.learner.clone().unwrap_or(stem);
             by_name.entry(name).or_default().push(report);
@@ -96,9 +101,10 @@ fn run_checkout(
     name: &str,
 ) -> Result<Report, String> {
     let scratch = kata.join("target").join("class").join("kata");
-    if !scratch.join("Cargo.toml").exists() {
-        copy_kata(kata, &scratch)?;
-    }
+    // The kata's sources as they are now (a fix pulled since the last class
+    // view counts); only changed files are written, so nothing unchanged is
+    // rebuilt.
+    copy_kata(kata, &scratch)?;
     for entry in lessons {
         let theirs = std::fs::read(entry.file(checkout))
             .or_else(|_| std::fs::read(entry.stub(kata)))
@@ -123,26 +129,40 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// The kata's sources, without build output, learners' state or git.
+/// The kata's sources, without build output, learners' state or git;
+/// files already there with the same bytes are left alone.
 fn copy_kata(from: &Path, to: &Path) -> Result<(), String> {
-    fn walk(from: &Path, to: &Path) -> std::io::Result<()> {
-        std::fs::create_dir_all(to)?;
-        for entry in std::fs::read_dir(from)? {
-            let entry = entry?;
+    fn walk(from: &Path, to: &Path) -> Result<(), String> {
+        let entries =
+            std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        for entry in entries.flatten() {
             let name = entry.file_name();
-            if [".git", "target", ".kata"].iter().any(|n| name == *n) {
+            if [".git", "target", ".kata", "book"]
+                .iter()
+                .any(|n| name == *n)
+            {
                 continue;
             }
             let (src, dst) = (entry.path(), to.join(&name));
-            if entry.file_type()?.is_dir() {
+            // The instructor's own lesson files and backups: each learner's
+            // are written in their place.
+            let text = name.to_string_lossy();
+            if from.ends_with("lessons")
+                && (text == "backups" || (text.starts_with("lesson_") && text.ends_with(".rs")))
+            {
+                continue;
+            }
+            if src.is_dir() {
                 walk(&src, &dst)?;
             } else {
-                std::fs::copy(&src, &dst)?;
+                let bytes = std::fs::read(&src)
+                    .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+                write_if_changed(&dst, &bytes)?;
             }
         }
         Ok(())
     }
-    walk(from, to).map_err(|e| format!("cannot copy the kata to {}: {e}", to.display()))
+    walk(from, to)
 }
 
 /// Per lesson: how many learners passed, are failing, have not started.
@@ -212,15 +232,18 @@ pub fn stuck(class: &[Learner]) -> Vec<(String, u32, String)> {
                 .first_failure
                 .as_ref()
                 .or(lesson.compiler_error.as_ref());
+            // The earliest report of the unbroken run of reports, back from
+            // the latest, that failed the same way.
             let since = learner
                 .reports
                 .iter()
+                .rev()
                 .take_while(|r| {
                     self::lesson(r, lesson.number)
                         .and_then(|l| l.first_failure.as_ref().or(l.compiler_error.as_ref()))
                         == now_failure
                 })
-                .next();
+                .last();
             let minutes = since
                 .and_then(|first| {
                     Some((report::parse_utc(&latest.when)? - report::parse_utc(&first.when)?) / 60)
@@ -480,6 +503,35 @@ mod tests {
                 ],
             )],
         };
+        // Failed otherwise at first, then the same way for the last 20 minutes.
+        let cal = Learner {
+            name: "cal".into(),
+            reports: vec![
+                report(
+                    "cal",
+                    "2026-12-01T09:00:00Z",
+                    vec![lesson_report(1, "failing", 0, Some("a"))],
+                ),
+                report(
+                    "cal",
+                    "2026-12-01T10:10:00Z",
+                    vec![lesson_report(1, "failing", 0, Some("b"))],
+                ),
+                report(
+                    "cal",
+                    "2026-12-01T10:30:00Z",
+                    vec![lesson_report(1, "failing", 0, Some("b"))],
+                ),
+            ],
+        };
+        assert_eq!(
+            stuck(&[cal]),
+            vec![(
+                "cal".to_string(),
+                1,
+                "the same failure for 20 min".to_string()
+            )]
+        );
         let class = [ada, bob];
         let t = tallies(&lessons, &class);
         assert_eq!(

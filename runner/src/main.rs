@@ -1,8 +1,9 @@
 //! The runner: `cargo run` guides a learner through the kata.
 //!
 //! With no arguments it shows every lesson's state and the next step; the
-//! subcommands run, watch, compare, hint, reset and report. Every state comes
-//! from running the lessons' tests, never from a progress file.
+//! subcommands run, watch, compare, hint, reset, bench, report and class.
+//! Every state comes from running the lessons' tests (or from the kept
+//! outcome of a run whose inputs did not change), never from a progress file.
 
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -177,26 +178,22 @@ fn find(lessons: &[Entry], number: u32) -> Result<&Entry, Refusal> {
     })
 }
 
-fn untouched(root: &Path, entry: &Entry) -> bool {
-    match (
-        std::fs::read(entry.file(root)),
-        std::fs::read(entry.stub(root)),
-    ) {
-        (Ok(mine), Ok(stub)) => mine == stub,
-        _ => false,
-    }
-}
-
 fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
     let outcome = suite::run(root, &entry.name, "learner");
-    (runner::assess(&outcome, untouched(root, entry)), outcome)
+    (
+        runner::assess(&outcome, runner::untouched(root, entry)),
+        outcome,
+    )
 }
 
 /// A lesson's state for an overview: from the cache when nothing it depends
 /// on changed since its last run.
 fn known_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
     let outcome = report::outcome(root, entry);
-    (runner::assess(&outcome, untouched(root, entry)), outcome)
+    (
+        runner::assess(&outcome, runner::untouched(root, entry)),
+        outcome,
+    )
 }
 
 fn spinner(message: String) -> ProgressBar {
@@ -238,7 +235,7 @@ fn survey(root: &Path, lessons: &[Entry]) -> Vec<(State, Outcome)> {
 fn status(root: &Path, lessons: &[Entry]) -> Done {
     if lessons.is_empty() {
         return Err(Refusal(format!(
-            "no lessons found under {} (tests/lesson_NN.rs)",
+            "no lessons found under {} (lessons/lessons.toml)",
             root.display()
         )));
     }
@@ -323,6 +320,12 @@ fn summarize(root: &Path, entry: &Entry, details: bool) -> ExitCode {
         println!("\n{}", runner::failure_details(&outcome.output));
     } else if let Some(first) = runner::first_failure(&outcome.output, 30) {
         println!("\nfirst failure:\n{first}");
+        // A long failure is cut; its replay command, at its end, is not.
+        if let Some(command) = runner::replay_command(&outcome.output) {
+            if !first.contains(&command) {
+                println!("\nreplay it beside the reference's answers:\n  {command}");
+            }
+        }
     }
     ExitCode::FAILURE
 }

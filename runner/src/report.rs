@@ -2,7 +2,7 @@
 //! where each lesson stands, in a form a class view can collect. A lesson
 //! whose files did not change since the last run is not run again: its
 //! outcome is kept in `.kata/cache/`, keyed by a hash of everything the run
-//! depends on.
+//! depends on (the files, the compiler, the settings).
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -244,29 +244,68 @@ fn fingerprint(root: &Path, entry: &Entry) -> u64 {
 
 #[derive(Serialize, Deserialize)]
 struct Cached {
-    fingerprint: String,
     tests: Vec<(String, bool)>,
     ran: bool,
     timed_out: bool,
     output: String,
 }
 
-fn cache_file(root: &Path, entry: &Entry) -> PathBuf {
+/// Outcomes kept per lesson, the newest; a class view keeps one per learner.
+const KEPT: usize = 32;
+
+/// Where the outcome for one fingerprint is kept.
+fn cache_file(root: &Path, entry: &Entry, key: &str) -> PathBuf {
     root.join(".kata")
         .join("cache")
-        .join(format!("{}.json", entry.name))
+        .join(&entry.name)
+        .join(format!("{key}.json"))
+}
+
+/// What else a run depends on: the compiler and the settings that change
+/// what the tests do.
+fn environment() -> &'static str {
+    static ENVIRONMENT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ENVIRONMENT.get_or_init(|| {
+        let rustc = std::process::Command::new("rustc")
+            .arg("-V")
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        let settings: String = [
+            "PROPTEST_CASES",
+            "LOOM_MAX_PREEMPTIONS",
+            "KATA_TIME_LIMIT_SECS",
+        ]
+        .iter()
+        .map(|v| format!("{v}={}\n", std::env::var(v).unwrap_or_default()))
+        .collect();
+        format!("{rustc}{settings}")
+    })
+}
+
+/// Whether an outcome says something about the learner's code alone: it
+/// ran, and nothing in it depends on how busy the machine was.
+fn worth_keeping(outcome: &Outcome) -> bool {
+    // A file that does not compile does so every time; cargo failing for
+    // another reason (offline, a registry) says nothing.
+    (outcome.ran || outcome.output.contains("could not compile"))
+        && !outcome.timed_out
+        && !outcome.output.contains("did not return within")
+        && !outcome.output.contains("too slow after an idle gap")
 }
 
 /// A lesson's outcome: from the cache when nothing it depends on changed,
-/// else from a run of its tests (then kept). A run stopped by the time limit
-/// is never kept.
+/// else from a run of its tests (then kept, if it says something about the
+/// code alone).
 pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
-    let key = format!("{:016x}", fingerprint(root, entry));
-    let file = cache_file(root, entry);
+    let key = format!(
+        "{:016x}",
+        fingerprint(root, entry) ^ fnv1a64(environment().as_bytes()).rotate_left(1)
+    );
+    let file = cache_file(root, entry, &key);
     if let Some(cached) = std::fs::read_to_string(&file)
         .ok()
         .and_then(|text| serde_json::from_str::<Cached>(&text).ok())
-        .filter(|c| c.fingerprint == key)
     {
         return Outcome {
             tests: cached.tests,
@@ -277,9 +316,8 @@ pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
         };
     }
     let outcome = suite::run(root, &entry.name, "learner");
-    if !outcome.timed_out {
+    if worth_keeping(&outcome) {
         let cached = Cached {
-            fingerprint: key,
             tests: outcome.tests.clone(),
             ran: outcome.ran,
             timed_out: outcome.timed_out,
@@ -288,9 +326,26 @@ pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
         if let (Some(dir), Ok(text)) = (file.parent(), serde_json::to_string(&cached)) {
             let _ = std::fs::create_dir_all(dir);
             let _ = std::fs::write(&file, text);
+            prune(dir);
         }
     }
     outcome
+}
+
+/// Keeps the newest [`KEPT`] outcomes of a lesson.
+fn prune(dir: &Path) {
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() > KEPT {
+        files.sort();
+        for (_, old) in &files[..files.len() - KEPT] {
+            let _ = std::fs::remove_file(old);
+        }
+    }
 }
 
 /// The report of the kata at `root`; `each` is told which lesson runs next.
@@ -310,14 +365,7 @@ pub fn make(
             .map(|entry| {
                 each(entry);
                 let outcome = outcome(root, entry);
-                let untouched = match (
-                    std::fs::read(entry.file(root)),
-                    std::fs::read(entry.stub(root)),
-                ) {
-                    (Ok(mine), Ok(stub)) => mine == stub,
-                    _ => false,
-                };
-                let state = runner::assess(&outcome, untouched);
+                let state = runner::assess(&outcome, runner::untouched(root, entry));
                 LessonReport::new(root, entry, &state, &outcome)
             })
             .collect(),

@@ -1,7 +1,8 @@
 //! What the runner (`cargo run`) knows: the lessons on disk, the state of a
 //! lesson derived from a run of its tests, its hints, and how to say all that
-//! briefly. Nothing here is remembered between runs except which hints were
-//! shown: a lesson's state always comes from its files and its tests.
+//! briefly. A lesson's state always comes from its files and a run of its
+//! tests; what is remembered between runs is which hints were shown and, in
+//! `report`, the outcome of a run whose inputs did not change since.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -46,6 +47,17 @@ pub fn lessons(root: &Path) -> Result<Vec<Entry>, String> {
             title: l.title,
         })
         .collect())
+}
+
+/// Whether the learner file is still byte for byte the stub.
+pub fn untouched(root: &Path, entry: &Entry) -> bool {
+    match (
+        std::fs::read(entry.file(root)),
+        std::fs::read(entry.stub(root)),
+    ) {
+        (Ok(mine), Ok(stub)) => mine == stub,
+        _ => false,
+    }
 }
 
 /// Where a learner stands in one lesson.
@@ -313,13 +325,25 @@ pub fn remember_hints_shown(root: &Path, lesson: &str, shown: usize) -> std::io:
 }
 
 /// Where `reset` keeps the next copy of a learner's file:
-/// `lessons/backups/lesson_02.1.rs`, `.2.rs`, … (the first number not taken).
+/// `lessons/backups/lesson_02.1.rs`, `.2.rs`, … (one past the highest, so
+/// the numbers keep the order of the versions).
 pub fn next_backup(root: &Path, lesson: &str) -> PathBuf {
     let dir = root.join("lessons").join("backups");
-    (1..)
-        .map(|n| dir.join(format!("{lesson}.{n}.rs")))
-        .find(|p| !p.exists())
-        .expect("a free number")
+    let prefix = format!("{lesson}.");
+    let highest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            name.strip_prefix(&prefix)?
+                .strip_suffix(".rs")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0);
+    dir.join(format!("{lesson}.{}.rs", highest + 1))
 }
 
 #[cfg(test)]

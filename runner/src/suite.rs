@@ -1,10 +1,8 @@
 //! Runs a lesson's test binary as a child process and reads its results:
 //! what the self-check (and the runner) build on.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// What kind of check a test is, read from its name.
@@ -15,7 +13,7 @@ pub enum Kind {
     Property,
     Snapshot,
     Loom,
-    /// The source check of the sync imports: not behavioural.
+    /// A source check (`uses_only_…`): what the file may use; not behavioural.
     Source,
 }
 
@@ -138,7 +136,7 @@ pub fn run_with(
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let (output, timed_out) = match command.spawn() {
-        Ok(child) => collect(child, run_limit()),
+        Ok(child) => kata::watchdog::collect(child, run_limit()),
         Err(e) => (format!("could not start cargo: {e}"), false),
     };
     let took = started.elapsed();
@@ -173,49 +171,6 @@ pub fn run_with(
         output,
         took,
     }
-}
-
-/// Waits for a child up to `limit`, reading both its outputs meanwhile (so a
-/// chatty child cannot block on a full pipe); kills it after `limit`.
-fn collect(mut child: Child, limit: Duration) -> (String, bool) {
-    fn read(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<String> {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            let _ = tx.send(text);
-        });
-        rx
-    }
-    let stdout = read(child.stdout.take());
-    let stderr = read(child.stderr.take());
-    let deadline = Instant::now() + limit;
-    let mut timed_out = false;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => break,
-            Ok(None) if Instant::now() >= deadline => {
-                // The whole group: cargo, and the test binary it started,
-                // which would otherwise run on, holding our pipes open.
-                #[cfg(unix)]
-                let _ = Command::new("kill")
-                    .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                    .status();
-                let _ = child.kill();
-                let _ = child.wait();
-                timed_out = true;
-                break;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    // Anything that outlived the kill must not keep us waiting for its output.
-    let grace = Duration::from_secs(5);
-    let out = stdout.recv_timeout(grace).unwrap_or_default();
-    let err = stderr.recv_timeout(grace).unwrap_or_default();
-    (format!("{out}{err}"), timed_out)
 }
 
 #[cfg(test)]

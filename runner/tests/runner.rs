@@ -457,7 +457,9 @@ fn report_json_follows_its_schema() {
     assert!(lessons[4]["failing"].as_array().unwrap().is_empty());
     assert!(lessons[0]["file"].as_str().unwrap().starts_with("fnv1a64:"));
 
-    // Nothing changed: every lesson comes from the cache, without cargo.
+    // Nothing changed: every lesson comes from the cache, without cargo,
+    // but for the one that hung: a hang depends on how busy the machine
+    // was, and is never kept.
     let again = runner_with(&["report", "--json"], "", &[("CARGO", "/bin/false")]);
     let second: serde_json::Value = serde_json::from_str(&again.out).expect("JSON");
     let states_again: Vec<&str> = second["lessons"]
@@ -466,7 +468,18 @@ fn report_json_follows_its_schema() {
         .iter()
         .map(|l| l["state"].as_str().unwrap())
         .collect();
-    assert_eq!(states_again, states, "{}", again.err);
+    assert_eq!(
+        [
+            states_again[0],
+            states_again[1],
+            states_again[2],
+            states_again[4]
+        ],
+        [states[0], states[1], states[2], states[4]],
+        "{}",
+        again.err
+    );
+    assert_ne!(states_again[3], "failing", "a hang was kept: {}", again.out);
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! Checks the built book (`mdbook build` writes `book/`): every link of every
-//! page must point at a file. Ends with `N passed, N failed`.
+//! page must point at a file. Links to the kata's own files (a lesson's
+//! checks, its mistakes) resolve from `book/` inside the checkout, where the
+//! book is read.
 
 fn main() -> std::process::ExitCode {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

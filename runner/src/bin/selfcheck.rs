@@ -22,7 +22,7 @@ enum Expect {
     Pass,
     /// Every behavioural test fails: the stub.
     FailAll,
-    /// At least one behavioural test fails: a mistake.
+    /// At least one test fails (a source check counts): a mistake.
     Caught,
 }
 
