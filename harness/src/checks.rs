@@ -492,13 +492,19 @@ impl Lesson {
     /// show it: loom runs all its threads on one.
     pub fn answers_do_not_depend_on_the_thread(&self) {
         self.property(THREADS_PROPERTY, 64, Shape::InOrder, |ctx, t| {
+            let want = model_run(ctx.algorithm, t);
+            // A difference that one thread shows too is the other
+            // properties' finding, not this one's.
+            if compare(ctx, t, &run(ctx.tested, t)?, "the contract", &want).is_err() {
+                return Ok(());
+            }
             let got = run_on_threads(ctx.tested, t)?;
             compare(
                 ctx,
                 t,
                 &got,
                 "the contract (calls made one thread after another)",
-                &model_run(ctx.algorithm, t),
+                &want,
             )
         });
     }

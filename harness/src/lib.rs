@@ -241,8 +241,8 @@ macro_rules! config_tests {
             Err($crate::ConfigError::TooLarge),
             Err($crate::ConfigError::TooLarge)
         )]
-        #[case::whole_bucket_beyond_u64_nanos(2, $crate::__nanos!(u64::MAX / 2 + 1), Ok(()), Err($crate::ConfigError::TooLarge))]
-        #[case::whole_bucket_just_fits(2, $crate::__nanos!(u64::MAX / 2), Ok(()), Ok(()))]
+        #[case::limit_times_period_beyond_u64_nanos(2, $crate::__nanos!(u64::MAX / 2 + 1), Ok(()), Err($crate::ConfigError::TooLarge))]
+        #[case::limit_times_period_just_fits(2, $crate::__nanos!(u64::MAX / 2), Ok(()), Ok(()))]
         #[case::largest_limit_of_one_second(u64::MAX, $crate::__nanos!(1_000_000_000), Ok(()), Err($crate::ConfigError::TooLarge))]
         #[case::largest_limit_of_one_nanosecond(u64::MAX, $crate::__nanos!(1), Ok(()), Ok(()))]
         #[case::longest_period(1, $crate::__nanos!(u64::MAX), Ok(()), Ok(()))]

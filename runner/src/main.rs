@@ -316,6 +316,25 @@ fn summarize(root: &Path, entry: &Entry, details: bool) -> ExitCode {
     if state == State::Passed {
         return ExitCode::SUCCESS;
     }
+    // The named examples that fail: each name states a rule.
+    let examples: Vec<&str> = outcome
+        .failed()
+        .filter_map(|name| name.strip_prefix("examples::"))
+        .collect();
+    if !examples.is_empty() {
+        println!("\nfailing examples:");
+        for name in examples {
+            let readable = name.split_once('_').map_or(name, |(_, rest)| rest);
+            let readable = readable.split_once('_').map_or(readable, |(n, rest)| {
+                if n.chars().all(|c| c.is_ascii_digit()) {
+                    rest
+                } else {
+                    readable
+                }
+            });
+            println!("  {}", readable.replace('_', " "));
+        }
+    }
     if details {
         println!("\n{}", runner::failure_details(&outcome.output));
     } else if let Some(first) = runner::first_failure(&outcome.output, 30) {
@@ -339,6 +358,18 @@ fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     }
     let shown = runner::hints_shown(root, &entry.name);
     let next = match which {
+        Some(k) if (1..=all.len()).contains(&k) && k > shown + 1 => {
+            return Err(Refusal(format!(
+                "you have seen {} of lesson {}'s hints; the next one is `cargo run -- hint {}`",
+                if shown == 0 {
+                    "none".to_string()
+                } else {
+                    format!("hints 1 to {shown}")
+                },
+                entry.number,
+                entry.number
+            )))
+        }
         Some(k) if (1..=all.len()).contains(&k) => k - 1,
         Some(k) => {
             return Err(Refusal(format!(
@@ -462,7 +493,17 @@ fn reset(root: &Path, entry: &Entry) -> Done {
             ))
         })?;
         let shown = backup.strip_prefix(root).unwrap_or(&backup);
-        println!("your file is kept at {}", shown.display());
+        println!(
+            "your file is kept at {} (to bring it back: cp {} lessons/{}.rs)",
+            shown.display(),
+            shown.display(),
+            entry.name
+        );
+    } else {
+        println!(
+            "lessons/{}.rs was already the stub: nothing to keep",
+            entry.name
+        );
     }
     std::fs::write(&file, stub)
         .map_err(|e| Refusal(format!("cannot write lessons/{}.rs: {e}", entry.name)))?;
@@ -486,6 +527,14 @@ fn report(root: &Path, lessons: &[Entry], json: bool, name: Option<String>) -> D
             .map_err(|e| Refusal(format!("cannot write the report: {e}")))?;
         println!("{text}");
     } else {
+        println!(
+            "report for {} at {}\n",
+            report
+                .learner
+                .as_deref()
+                .unwrap_or("(no name: --name NAME)"),
+            report.when
+        );
         for lesson in &report.lessons {
             println!("{:02} {:<18} {}", lesson.number, lesson.state, lesson.title);
             if let Some(line) = lesson

@@ -68,7 +68,8 @@ impl LessonReport {
             ),
             hints_shown: runner::hints_shown(root, &entry.name),
             checks: outcome.tests.len(),
-            failed: outcome.failed().count(),
+            // A lesson not started fails by design: nothing to count.
+            failed: if started { outcome.failed().count() } else { 0 },
             first_failure: match state {
                 State::Failing | State::TimedOut => one_line_failure(&outcome.output),
                 _ => None,

@@ -210,6 +210,12 @@ fn test_sums_up_by_kind_and_exits_with_the_result() {
     assert_eq!(failing.code, 1, "{}", failing.out);
     assert!(failing.out.contains("FAIL  examples"), "{}", failing.out);
     assert!(failing.out.contains("first failure:"), "{}", failing.out);
+    // The failing named examples are listed by name: each states a rule.
+    assert!(
+        failing.out.contains("failing examples:\n  "),
+        "{}",
+        failing.out
+    );
     // The named example whose name states the bug comes first.
     assert!(
         failing.out.contains("first failure:\n---- examples::"),
@@ -283,6 +289,10 @@ fn bad_input_gets_a_message_and_exit_code_2() {
 fn hints_come_one_more_each_time() {
     let _one = serial();
     let _ = std::fs::remove_dir_all(kata().join(".kata"));
+    // A hint not reached yet is not shown out of turn.
+    let ahead = runner(&["hint", "5", "2"]);
+    assert_eq!(ahead.code, 2, "{}", ahead.err);
+    assert!(ahead.err.contains("you have seen none"), "{}", ahead.err);
     let first = runner(&["hint", "5"]);
     assert!(
         first.out.starts_with("Hint 1: first (1 of 2)"),
@@ -593,6 +603,7 @@ fn reset_restores_the_stub_and_keeps_every_version() {
     // Resetting the stub itself keeps nothing more.
     let third = runner(&["reset", "2"]);
     assert_eq!(third.code, 0, "{}", third.err);
+    assert!(third.out.contains("already the stub"), "{}", third.out);
     let read = |n: u32| {
         std::fs::read_to_string(kata.join(format!("lessons/backups/lesson_02.{n}.rs"))).ok()
     };
