@@ -6,8 +6,8 @@
 #
 # cargo-mutants only mutates files it reaches from a crate's root, and the
 # solutions are reached only from the lessons' tests. So this works in a
-# scratch copy whose harness (harness/src/lib.rs) also includes each solution
-# (over the std facade for concurrent lessons). Each lesson's mutants are then judged by that lesson's suite alone,
+# scratch copy where the lessons' package has a library that includes each
+# solution (over the std facade for concurrent lessons). Each lesson's mutants are then judged by that lesson's suite alone,
 # with the reference as the subject: the learner-vs-reference comparisons are
 # blind there (both sides carry the mutant), so what catches a mutant is the
 # independent model, the invariants, the probes, the snapshots and loom.
@@ -30,26 +30,27 @@ fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$scratch")
+# The lessons' package gets a library of its own there, which includes each
+# solution: its mutants are then judged by that package's lesson tests.
 {
-    echo
-    echo "// Scaffold for mutation testing (scratch copy only)."
-    echo "extern crate self as kata;"
+    echo "//! Scaffold for mutation testing (scratch copy only)."
     for n in "${lessons[@]}"; do
         echo "#[doc(hidden)] #[path = \"\"] pub mod mutants_lesson_$n {"
         if grep -q "super::sync" "$root/solutions/lesson_$n.rs"; then
-            echo "    pub mod sync { pub use crate::sync::std_backend::*; }"
+            echo "    pub mod sync { pub use kata::sync::std_backend::*; }"
         fi
-        echo "    #[path = \"../../solutions/lesson_$n.rs\"] pub mod imp;"
+        echo "    #[path = \"solutions/lesson_$n.rs\"] pub mod imp;"
         echo "}"
     done
-} >> "$scratch/harness/src/lib.rs"
+} > "$scratch/mutants_scaffold.rs"
+printf '\n[lib]\npath = "mutants_scaffold.rs"\n' >> "$scratch/Cargo.toml"
 
 summary=()
 for n in "${lessons[@]}"; do
     echo "== lesson $n" >&2
     out="$scratch/mutants-$n"
     (cd "$scratch" && KATA_SUBJECT=reference RUST_BACKTRACE=0 \
-        cargo mutants --no-shuffle -j 1 --package kata-harness --test-workspace=true \
+        cargo mutants --no-shuffle -j 1 --package ratelimit-kata \
         -f "solutions/lesson_$n.rs" -o "$out" -- --test "lesson_$n") || true
     dir="$out/mutants.out"
     count() {
