@@ -39,7 +39,7 @@ pub struct Lesson {
     /// The learner-facing type, for messages (`ConcurrentFixedWindow`).
     pub limiter: &'static str,
     pub algorithm: Algorithm,
-    subject: Result<Subject, String>,
+    subject: Subject,
     implementations: Implementations,
 }
 
@@ -71,13 +71,13 @@ impl Lesson {
         let subject = Subject::from_env(
             &names(&implementations.mistakes),
             &names(&implementations.alternatives),
-        );
-        if let Err(e) = &subject {
+        )
+        .unwrap_or_else(|e| {
             // Said once, past libtest's capture, rather than by every test.
             use std::io::Write as _;
             let _ = writeln!(std::io::stderr(), "{e}");
-            std::process::exit(2);
-        }
+            std::process::exit(2)
+        });
         Lesson {
             root,
             number,
@@ -89,13 +89,10 @@ impl Lesson {
         }
     }
 
-    /// The subject under test; an invalid `KATA_SUBJECT` fails every test with
-    /// the list of valid values.
+    /// The subject under test (`KATA_SUBJECT`; an invalid one stops the
+    /// test binary when the lesson is first built).
     pub fn subject(&self) -> Subject {
-        match &self.subject {
-            Ok(s) => *s,
-            Err(e) => panic!("{e}"),
-        }
+        self.subject
     }
 
     /// The implementation under test.
@@ -611,10 +608,9 @@ impl Lesson {
         const EXPONENTS: [u32; 3] = [20, 40, 62];
         if std::env::var_os(IDLE_PROBE).is_some() {
             // The child: the calls themselves, one line per gap done.
-            let build = self.tested().build;
             for k in EXPONENTS {
-                let mut limiter = build(1, Duration::from_nanos(1))
-                    .unwrap_or_else(|e| panic!("new(1, 1ns) returned Err(ConfigError::{e:?})"));
+                let mut limiter =
+                    build(self.tested(), Config::new(1, 1)).unwrap_or_else(|e| panic!("{e}"));
                 limiter.check("a", Timestamp::ZERO);
                 limiter.check("a", Timestamp::from_nanos(1 << k));
                 println!("{IDLE_PROBE} 2^{k} done");
@@ -882,36 +878,43 @@ pub fn model_run(algorithm: Algorithm, timeline: &Timeline) -> Vec<Decision> {
         .collect()
 }
 
-/// Runs a timeline on a fresh limiter of `variant`, on the current thread.
-fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
-    let config = timeline.config;
-    let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
+/// A fresh limiter of `variant` for a timeline's configuration, which is
+/// always valid.
+fn build(variant: Variant, config: Config) -> Result<Box<dyn crate::drive::Drive>, String> {
+    (variant.build)(config.limit, config.period).map_err(|e| {
         format!(
             "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
             config.limit, config.period
         )
-    })?;
-    Ok(timeline
-        .requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            progress(i);
-            limiter.check(&r.key, r.now)
-        })
-        .collect())
+    })
+}
+
+/// Runs a timeline on a fresh limiter of `variant`, on the current thread,
+/// handing each answer to `keep` as it comes.
+fn run_into(
+    variant: Variant,
+    timeline: &Timeline,
+    mut keep: impl FnMut(Decision),
+) -> Result<(), String> {
+    let mut limiter = build(variant, timeline.config)?;
+    for (i, r) in timeline.requests.iter().enumerate() {
+        progress(i);
+        keep(limiter.check(&r.key, r.now));
+    }
+    Ok(())
+}
+
+/// Runs a timeline on a fresh limiter of `variant`, on the current thread.
+fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
+    let mut answers = Vec::with_capacity(timeline.requests.len());
+    run_into(variant, timeline, |d| answers.push(d))?;
+    Ok(answers)
 }
 
 /// Runs a timeline on a fresh limiter of `variant`, each call on a new OS
 /// thread, one after another.
 fn run_on_threads(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
-    let config = timeline.config;
-    let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
-        format!(
-            "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
-            config.limit, config.period
-        )
-    })?;
+    let mut limiter = build(variant, timeline.config)?;
     let mut answers = Vec::with_capacity(timeline.requests.len());
     for (i, r) in timeline.requests.iter().enumerate() {
         progress(i);
@@ -946,19 +949,9 @@ fn run_partial(variant: Variant, timeline: &Timeline) -> (Vec<Decision>, Option<
     let (t, kept) = (timeline.clone(), answers.clone());
     let describe = |i: usize| nth_request(timeline, i);
     let outcome = watched(time_limit(), describe, move || {
-        let config = t.config;
-        let mut limiter = (variant.build)(config.limit, config.period).map_err(|e| {
-            format!(
-                "new({}, {:?}) returned Err(ConfigError::{e:?}) for a valid configuration",
-                config.limit, config.period
-            )
-        })?;
-        for (i, r) in t.requests.iter().enumerate() {
-            progress(i);
-            let d = limiter.check(&r.key, r.now);
-            kept.lock().unwrap_or_else(|e| e.into_inner()).push(d);
-        }
-        Ok::<(), String>(())
+        run_into(variant, &t, |d| {
+            kept.lock().unwrap_or_else(|e| e.into_inner()).push(d)
+        })
     });
     let got = answers.lock().unwrap_or_else(|e| e.into_inner()).clone();
     match outcome {

@@ -220,18 +220,8 @@ pub fn failure_details(output: &str) -> String {
 /// named example first (its name states the rule that was broken), then a
 /// configuration case, a snapshot, a property, a race, a source check.
 pub fn first_failure(output: &str, lines: usize) -> Option<String> {
-    let details = failure_details(output);
-    let blocks: Vec<String> = details
-        .split("\n---- ")
-        .map(|b| b.trim_start_matches("---- ").trim().to_string())
-        .filter(|b| !b.is_empty())
-        .collect();
-    let name = |block: &str| block.split(' ').next().unwrap_or("").to_string();
-    // A test that did not run because an earlier call hung says nothing of
-    // its own: the one that hung comes first.
-    let first = blocks
-        .iter()
-        .min_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))))?;
+    let failures = ranked_failures(output);
+    let first = failures.first()?;
     let mut shown: Vec<&str> = vec![];
     let heading = format!("---- {}", first.lines().next().unwrap_or(""));
     shown.push(&heading);
@@ -246,23 +236,26 @@ pub fn first_failure(output: &str, lines: usize) -> Option<String> {
 /// The `cargo run -- compare` command of the most telling failed test that
 /// has one (examples first, as in [`first_failure`]).
 pub fn replay_command(output: &str) -> Option<String> {
-    let details = failure_details(output);
-    let mut blocks: Vec<&str> = details.split("\n---- ").collect();
-    let name = |block: &str| {
-        block
-            .trim_start_matches("---- ")
-            .split(' ')
-            .next()
-            .unwrap_or("")
-            .to_string()
-    };
-    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))));
-    blocks.iter().find_map(|b| {
+    ranked_failures(output).iter().find_map(|b| {
         b.lines()
             .map(str::trim)
             .find(|l| l.starts_with("cargo run -- compare "))
             .map(String::from)
     })
+}
+
+/// Each failed test's message (`name stdout ----` and what follows), the most
+/// telling first. A test that did not run because an earlier call hung says
+/// nothing of its own: the one that hung comes before it.
+fn ranked_failures(output: &str) -> Vec<String> {
+    let mut blocks: Vec<String> = failure_details(output)
+        .split("\n---- ")
+        .map(|b| b.trim_start_matches("---- ").trim().to_string())
+        .filter(|b| !b.is_empty())
+        .collect();
+    let name = |block: &str| block.split(' ').next().unwrap_or("").to_string();
+    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))));
+    blocks
 }
 
 /// How the harness says a test was not run after an earlier call hung.
