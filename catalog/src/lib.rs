@@ -33,16 +33,20 @@ pub enum Kind {
     /// `RateLimiter::check(&self, key, now) -> Decision`, shared between
     /// threads: compiled over std and over loom, and raced.
     SharedLimiter,
+    /// A tower `Layer` in front of an HTTP service, over a shared limiter:
+    /// driven by HTTP requests, in process and over a loopback socket.
+    HttpLayer,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 2] = [Kind::Limiter, Kind::SharedLimiter];
+    pub const ALL: [Kind; 3] = [Kind::Limiter, Kind::SharedLimiter, Kind::HttpLayer];
 
     /// As written in the catalog.
     pub fn id(self) -> &'static str {
         match self {
             Kind::Limiter => "limiter",
             Kind::SharedLimiter => "shared-limiter",
+            Kind::HttpLayer => "http-layer",
         }
     }
 
@@ -51,6 +55,7 @@ impl Kind {
         match self {
             Kind::Limiter => "limiter",
             Kind::SharedLimiter => "shared_limiter",
+            Kind::HttpLayer => "http_layer",
         }
     }
 
@@ -59,6 +64,7 @@ impl Kind {
         match self {
             Kind::Limiter => false,
             Kind::SharedLimiter => true,
+            Kind::HttpLayer => false,
         }
     }
 

@@ -43,17 +43,50 @@ pub struct Lesson {
     implementations: Implementations,
 }
 
-/// The implementations of one lesson compiled into its test binary.
-pub struct Implementations {
-    pub learner: Variant,
+/// The implementations of one lesson compiled into its test binary, as
+/// its kind's driver wraps them (`V`).
+pub struct Implementations<V = Variant> {
+    pub learner: V,
     /// The pristine stub (`lessons/stubs/`), as the learner file was at first.
-    pub stub: Variant,
-    pub reference: Variant,
-    pub mistakes: Vec<(&'static str, Variant)>,
-    pub alternatives: Vec<(&'static str, Variant)>,
+    pub stub: V,
+    pub reference: V,
+    pub mistakes: Vec<(&'static str, V)>,
+    pub alternatives: Vec<(&'static str, V)>,
     /// Another lesson's reference this lesson must equal decision for decision
     /// (lesson 06's GCRA against lesson 05's token bucket), with its type name.
-    pub baseline: Option<(&'static str, Variant)>,
+    pub baseline: Option<(&'static str, V)>,
+}
+
+impl<V: Copy> Implementations<V> {
+    /// The subject `KATA_SUBJECT` names. An invalid one is said once, past
+    /// libtest's capture, and stops the test binary. Sets the kata's root
+    /// for file names.
+    pub fn subject_from_env(&self, root: &'static str) -> Subject {
+        let names = |list: &[(&'static str, V)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        crate::files::set_root(root);
+        Subject::from_env(&names(&self.mistakes), &names(&self.alternatives)).unwrap_or_else(|e| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{e}");
+            std::process::exit(2)
+        })
+    }
+
+    /// The implementation a subject names.
+    pub fn pick(&self, subject: Subject) -> V {
+        let find = |list: &[(&'static str, V)], name: &str| {
+            list.iter()
+                .find(|(n, _)| *n == name)
+                .expect("Subject::from_env only accepts names from these lists")
+                .1
+        };
+        match subject {
+            Subject::Learner => self.learner,
+            Subject::Stub => self.stub,
+            Subject::Reference => self.reference,
+            Subject::Mistake(name) => find(&self.mistakes, name),
+            Subject::Alternative(name) => find(&self.alternatives, name),
+        }
+    }
 }
 
 impl Lesson {
@@ -65,19 +98,7 @@ impl Lesson {
         algorithm: Algorithm,
         implementations: Implementations,
     ) -> Lesson {
-        let names =
-            |list: &[(&'static str, Variant)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
-        crate::files::set_root(root);
-        let subject = Subject::from_env(
-            &names(&implementations.mistakes),
-            &names(&implementations.alternatives),
-        )
-        .unwrap_or_else(|e| {
-            // Said once, past libtest's capture, rather than by every test.
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{e}");
-            std::process::exit(2)
-        });
+        let subject = implementations.subject_from_env(root);
         Lesson {
             root,
             number,
@@ -97,13 +118,7 @@ impl Lesson {
 
     /// The implementation under test.
     pub fn tested(&self) -> Variant {
-        match self.subject() {
-            Subject::Learner => self.implementations.learner,
-            Subject::Stub => self.implementations.stub,
-            Subject::Reference => self.implementations.reference,
-            Subject::Mistake(name) => find(&self.implementations.mistakes, name),
-            Subject::Alternative(name) => find(&self.implementations.alternatives, name),
-        }
+        self.implementations.pick(self.subject())
     }
 
     fn ctx(&self) -> Ctx {
@@ -374,31 +389,14 @@ impl Lesson {
             "the reference solution disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
         );
         let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
-        let snapshot = format!("lesson_{:02}_{name}", self.number);
-        let dir = format!("{}/tests/snapshots", self.root);
-        let mut settings = insta::Settings::clone_current();
-        settings.set_snapshot_path(&dir);
-        settings.set_prepend_module_to_snapshot(false);
-        settings.set_omit_expression(true);
-        settings.set_description(format!("{timeline:?}"));
-        if tested != contract {
-            println!(
-                "{} draws timeline {name} differently from the reference (diff below: - is the \
-                 reference, + is yours). Fix the limiter rather than accepting the new drawing: \
-                 the tests also check that the committed snapshot is the reference's.\n\
-                 replay it beside the reference's answers:\n  cargo run -- compare {} {name}",
-                self.whose(),
-                self.number
-            );
-        }
-        settings.bind(|| insta::assert_snapshot!(snapshot.as_str(), tested));
-        let file = format!("{dir}/{snapshot}.snap");
-        let committed = std::fs::read_to_string(&file).unwrap_or_default();
-        let body = snapshot_body(&committed);
-        assert!(
-            body == contract.trim_end(),
-            "tests/snapshots/{snapshot}.snap no longer holds the contract's timeline (was a wrong \
-             run accepted as the snapshot?). Restore it with `git checkout tests/snapshots/{snapshot}.snap`."
+        assert_snapshot(
+            self.root,
+            self.number,
+            name,
+            &format!("{timeline:?}"),
+            &tested,
+            &contract,
+            &self.whose(),
         );
     }
 
@@ -852,11 +850,43 @@ fn minimize(
 /// How many requests [`minimize`] may replay in all.
 const SHRINK_BUDGET: usize = 400_000;
 
-fn find(list: &[(&'static str, Variant)], name: &str) -> Variant {
-    list.iter()
-        .find(|(n, _)| *n == name)
-        .expect("Subject::from_env only accepts names from these lists")
-        .1
+/// Compares a subject's drawing of a named timeline with the committed
+/// snapshot `tests/snapshots/lesson_NN_<name>.snap`, which must hold the
+/// contract's drawing: accepting a wrong drawing as the new snapshot
+/// cannot make this pass.
+pub fn assert_snapshot(
+    root: &str,
+    number: u32,
+    name: &str,
+    description: &str,
+    tested: &str,
+    contract: &str,
+    whose: &str,
+) {
+    let snapshot = format!("lesson_{number:02}_{name}");
+    let dir = format!("{root}/tests/snapshots");
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(&dir);
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings.set_description(description);
+    if tested != contract {
+        println!(
+            "{whose} draws timeline {name} differently from the reference (diff below: - is the \
+             reference, + is yours). Fix your code rather than accepting the new drawing: \
+             the tests also check that the committed snapshot is the reference's.\n\
+             replay it beside the reference's answers:\n  cargo run -- compare {number} {name}"
+        );
+    }
+    settings.bind(|| insta::assert_snapshot!(snapshot.as_str(), tested));
+    let file = format!("{dir}/{snapshot}.snap");
+    let committed = std::fs::read_to_string(&file).unwrap_or_default();
+    let body = snapshot_body(&committed);
+    assert!(
+        body == contract.trim_end(),
+        "tests/snapshots/{snapshot}.snap no longer holds the contract's timeline (was a wrong \
+         run accepted as the snapshot?). Restore it with `git checkout tests/snapshots/{snapshot}.snap`."
+    );
 }
 
 /// The body of an insta snapshot file (what follows its `---` header).

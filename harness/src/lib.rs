@@ -30,6 +30,7 @@ pub mod decision;
 pub mod drive;
 pub mod files;
 pub mod gen;
+pub mod http;
 pub mod models;
 pub mod render;
 pub mod scenarios;
@@ -97,10 +98,10 @@ macro_rules! define_lesson {
         $( $crate::__variant!($kind, $alternative, $alternative_path, $alternative_file, $limiter); )*
 
         /// This lesson, with the subject `KATA_SUBJECT` selects.
-        fn lesson() -> &'static $crate::Lesson {
-            static LESSON: ::std::sync::OnceLock<$crate::Lesson> = ::std::sync::OnceLock::new();
+        fn lesson() -> &'static $crate::__lesson_type!($kind) {
+            static LESSON: ::std::sync::OnceLock<$crate::__lesson_type!($kind)> = ::std::sync::OnceLock::new();
             LESSON.get_or_init(|| {
-                $crate::Lesson::new(
+                <$crate::__lesson_type!($kind)>::new(
                     env!("CARGO_MANIFEST_DIR"),
                     $number,
                     $title,
@@ -132,6 +133,21 @@ macro_rules! define_lesson {
     };
 }
 
+/// The type that holds a lesson of each kind and runs its checks.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __lesson_type {
+    (limiter) => {
+        $crate::Lesson
+    };
+    (shared_limiter) => {
+        $crate::Lesson
+    };
+    (http_layer) => {
+        $crate::http::checks::HttpLesson
+    };
+}
+
 /// The standard checks of each kind of subject.
 #[doc(hidden)]
 #[macro_export]
@@ -151,13 +167,56 @@ macro_rules! __suites {
         $crate::__suites!(limiter);
         $crate::loom_tests!();
     };
+    (http_layer) => {
+        $crate::http_tests!();
+    };
 }
 
 /// One implementation compiled in as a subject, driven as its kind says:
-/// `limiter` once over std; `shared_limiter` over std and again over loom.
+/// `limiter` once over std; `shared_limiter` over std and again over loom;
+/// `http_layer` as a tower layer over the harness's test limiter, in
+/// process and in an axum router.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __variant {
+    (http_layer, $name:ident, $path:literal, $file:literal, $layer:ident) => {
+        mod $name {
+            pub mod on_std {
+                #[allow(unused_imports)]
+                pub mod sync {
+                    pub use $crate::sync::std_backend::*;
+                }
+                #[path = $file]
+                pub mod imp;
+            }
+
+            use $crate::http::drive::{AnyClock, Driven, HttpVariant, TestLimiter};
+            use $crate::http::ManualClock;
+
+            pub const VARIANT: HttpVariant = HttpVariant {
+                file: $path,
+                source: include_str!($file),
+                build: |p| {
+                    let layer = on_std::imp::$layer::<TestLimiter, ManualClock>::new(
+                        ::std::sync::Arc::new(p.limiter),
+                        p.policy,
+                        p.keys,
+                        p.clock,
+                    )?;
+                    Ok(Driven::boxed(layer, p.inner))
+                },
+                router: |router, limiter, policy, keys, clock| {
+                    let layer = on_std::imp::$layer::<TestLimiter, AnyClock>::new(
+                        ::std::sync::Arc::new(limiter),
+                        policy,
+                        keys,
+                        clock,
+                    )?;
+                    Ok(router.layer(layer))
+                },
+            };
+        }
+    };
     ($kind:ident, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
         mod $name {
             pub mod on_std {
@@ -405,5 +464,125 @@ macro_rules! loom_tests {
         fn loom_units_left() {
             lesson().loom($crate::Scenario::units_left());
         }
+    };
+}
+
+/// The checks of lesson 07's kind, `http-layer` (`lesson()` must be in
+/// scope).
+#[macro_export]
+macro_rules! http_tests {
+    () => {
+        /// The layer reads time only from the clock it is given.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        #[rstest::rstest]
+        #[case::empty_name("", 1, $crate::__secs!(1), Err($crate::http::PolicyError::EmptyName))]
+        #[case::empty_name_is_checked_first("", 0, $crate::__secs!(0), Err($crate::http::PolicyError::EmptyName))]
+        #[case::name_outside_printable_ascii("café", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
+        #[case::control_character_in_name("a\tb", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
+        #[case::zero_quota("api", 0, $crate::__secs!(1), Err($crate::http::PolicyError::ZeroQuota))]
+        #[case::zero_quota_is_checked_before_the_window("api", 0, ::std::time::Duration::from_millis(1500), Err($crate::http::PolicyError::ZeroQuota))]
+        #[case::zero_window("api", 1, $crate::__secs!(0), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
+        #[case::under_a_second("api", 1, ::std::time::Duration::from_millis(999), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
+        #[case::a_fraction_of_a_second_more("api", 1, ::std::time::Duration::from_millis(1500), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
+        #[case::one_second("api", 1, $crate::__secs!(1), Ok(()))]
+        #[case::quotes_and_backslashes_are_escaped_not_refused("say \"hi\" \\o/", 1, $crate::__secs!(1), Ok(()))]
+        #[case::largest_quota_and_window("api", u64::MAX, $crate::__secs!(u64::MAX), Ok(()))]
+        fn configuration(
+            #[case] name: &str,
+            #[case] quota: u64,
+            #[case] window: ::std::time::Duration,
+            #[case] expected: Result<(), $crate::http::PolicyError>,
+        ) {
+            lesson().policy(name, quota, window, expected);
+        }
+
+        /// Every name, quota and window from the edges of each fault,
+        /// together.
+        #[test]
+        fn configuration_every_pair_of_faults() {
+            lesson().policy_grid();
+        }
+
+        /// Keys, statuses, every rate-limit header byte, the problem body
+        /// and the inner service's calls, against the model.
+        #[test]
+        fn agrees_with_model() {
+            lesson().agrees_with_model();
+        }
+
+        #[test]
+        fn agrees_with_reference() {
+            lesson().agrees_with_reference();
+        }
+
+        /// What a client writes in front of X-Forwarded-For never changes its key.
+        #[test]
+        fn keys_cannot_be_forged() {
+            lesson().keys_cannot_be_forged();
+        }
+
+        #[test]
+        fn calls_the_inner_service_once_per_allowed_request() {
+            lesson().calls_the_inner_service_once_per_allowed_request();
+        }
+
+        #[test]
+        fn reports_a_missing_peer_address_once() {
+            lesson().reports_a_missing_peer_address_once();
+        }
+
+        /// A real axum server on 127.0.0.1:0 and a real HTTP client.
+        #[test]
+        fn end_to_end_over_loopback() {
+            lesson().end_to_end_over_loopback();
+        }
+
+        #[test]
+        fn timeline_first_look() {
+            lesson().snapshot("first_look", $crate::http::checks::SNAPSHOTS[0].1);
+        }
+
+        #[test]
+        fn timeline_retry_after_rounds_up() {
+            lesson().snapshot("retry_after_rounds_up", $crate::http::checks::SNAPSHOTS[1].1);
+        }
+
+        #[test]
+        fn timeline_behind_a_proxy() {
+            lesson().snapshot("behind_a_proxy", $crate::http::checks::SNAPSHOTS[2].1);
+        }
+
+        #[test]
+        fn timeline_api_keys_and_ipv6() {
+            lesson().snapshot("api_keys_and_ipv6", $crate::http::checks::SNAPSHOTS[3].1);
+        }
+
+        /// Run by `cargo run -- compare 7 [TIMELINE]` (it sets `KATA_COMPARE`).
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            lesson().print_comparison(&::std::env::var("KATA_COMPARE").unwrap_or_default());
+        }
+
+        /// Run by `cargo run -- serve` (it sets `KATA_SERVE_PORT`).
+        #[test]
+        #[ignore = "run by `cargo run -- serve`"]
+        fn demo_server() {
+            lesson().demo(
+                ::std::env::var("KATA_SERVE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000),
+            );
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __secs {
+    ($n:expr) => {
+        ::std::time::Duration::from_secs($n)
     };
 }

@@ -1,0 +1,835 @@
+//! Lesson 07's checks, written once: the `http-layer` kind's suite.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use proptest::strategy::Strategy;
+use proptest::test_runner::{
+    Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
+};
+
+use super::drive::{run, HttpVariant, Run};
+use super::exchange::{self, nanos, transcript, Call, HttpTimeline, Observed};
+use super::model::{client_key, expected, problem_body_errors, Expected};
+use super::{gen, LayerError, Policy, PolicyError};
+use crate::checks::Implementations;
+use crate::models::Algorithm;
+use crate::subject::Subject;
+use crate::timeline::Config;
+use crate::watchdog::{time_limit, watched, Stop};
+
+/// Lesson 07 and which of its implementations is under test.
+pub struct HttpLesson {
+    pub root: &'static str,
+    pub number: u32,
+    pub title: &'static str,
+    pub layer: &'static str,
+    /// The rule of the limiter behind the layer in the checks.
+    pub algorithm: Algorithm,
+    subject: Subject,
+    implementations: Implementations<HttpVariant>,
+}
+
+#[derive(Clone, Copy)]
+struct Ctx {
+    algorithm: Algorithm,
+    subject: Subject,
+    tested: HttpVariant,
+    reference: HttpVariant,
+}
+
+impl HttpLesson {
+    pub fn new(
+        root: &'static str,
+        number: u32,
+        title: &'static str,
+        layer: &'static str,
+        algorithm: Algorithm,
+        implementations: Implementations<HttpVariant>,
+    ) -> HttpLesson {
+        let subject = implementations.subject_from_env(root);
+        HttpLesson {
+            root,
+            number,
+            title,
+            layer,
+            algorithm,
+            subject,
+            implementations,
+        }
+    }
+
+    pub fn subject(&self) -> Subject {
+        self.subject
+    }
+
+    pub fn tested(&self) -> HttpVariant {
+        self.implementations.pick(self.subject)
+    }
+
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            algorithm: self.algorithm,
+            subject: self.subject,
+            tested: self.tested(),
+            reference: self.implementations.reference,
+        }
+    }
+
+    fn whose(&self) -> String {
+        format!("{} ({})", self.subject, self.tested().path())
+    }
+
+    // ---------------------------------------------------------------- examples
+
+    /// An example: a timeline in notation (`SETUP: CALL; CALL`) and the
+    /// contract's answers, one per request, separated by `;`: `KEY 200 r=N`
+    /// or `KEY 429 t=S`. The model must agree with the table before the
+    /// subject is judged by it.
+    pub fn example(&self, timeline: &str, answers: &str) {
+        let timeline = exchange::parse(timeline).unwrap_or_else(|e| panic!("bad example: {e}"));
+        let table: Vec<String> = answers.split(';').map(|a| a.trim().to_string()).collect();
+        assert_eq!(
+            table.len(),
+            timeline.calls.len(),
+            "bad example: one answer per request"
+        );
+        let model: Vec<String> = contract(self.algorithm, &timeline)
+            .iter()
+            .map(|(key, e)| short(key, e))
+            .collect();
+        assert_eq!(
+            model, table,
+            "bad example: the table contradicts the kata's model"
+        );
+        let ctx = self.ctx();
+        let t = timeline.clone();
+        let outcome = self.watched(&timeline, move || {
+            judge(ctx.algorithm, &t, &run(ctx.tested, ctx.algorithm, &t)?)
+        });
+        if let Err(e) = outcome {
+            panic!(
+                "{} fails this example:\n{e}\n\nreplay it beside the reference:\n  {}",
+                self.whose(),
+                replay(self.number, &timeline)
+            );
+        }
+    }
+
+    // ----------------------------------------------------------- configuration
+
+    /// A policy case: `RateLimitLayer::new` must answer `expected`.
+    pub fn policy(
+        &self,
+        name: &str,
+        quota: u64,
+        window: Duration,
+        expected: Result<(), PolicyError>,
+    ) {
+        let policy = Policy::new(name, quota, window);
+        assert_eq!(
+            policy.validate(),
+            expected,
+            "bad policy case: the contract says otherwise"
+        );
+        let tested = self.tested();
+        let algorithm = self.algorithm;
+        let shown =
+            format!("RateLimitLayer::new(…, Policy::new({name:?}, {quota}, {window:?}), …)");
+        let got = watched(
+            time_limit(),
+            |_| String::new(),
+            move || build_only(tested, algorithm, policy),
+        );
+        match got {
+            Ok(got) if got == expected => {}
+            Ok(got) => panic!(
+                "{shown} gave {got:?} in {}; the contract says {expected:?}{}",
+                self.whose(),
+                match expected {
+                    Err(e) => format!(" ({e})"),
+                    Ok(()) => String::new(),
+                }
+            ),
+            Err(stop) => panic!("{shown}: {} {}", self.whose(), stop.text()),
+        }
+    }
+
+    /// Every pair of a name, a quota and a window from the edges of each
+    /// fault, judged by the contract's order of checks.
+    pub fn policy_grid(&self) {
+        let names = ["", "é", "tab\there", "api", "say \"hi\"", " "];
+        let quotas = [0, 1, u64::MAX];
+        let windows = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(999),
+            Duration::from_secs(1),
+            Duration::from_millis(1_500),
+            Duration::from_secs(60),
+            Duration::from_secs(u64::MAX),
+        ];
+        for name in names {
+            for quota in quotas {
+                for window in windows {
+                    let expected = Policy::new(name, quota, window).validate();
+                    self.policy(name, quota, window, expected);
+                }
+            }
+        }
+    }
+
+    // -------------------------------------------------------------- properties
+
+    /// Status, every rate-limit header byte, the problem body, the key and
+    /// instant the limiter is asked for, and the inner service's calls, for
+    /// every request of generated timelines, against the model.
+    pub fn agrees_with_model(&self) {
+        self.property(
+            "agrees with the model",
+            256,
+            gen::timelines(14),
+            |ctx, t| judge(ctx.algorithm, t, &run(ctx.tested, ctx.algorithm, t)?),
+        );
+    }
+
+    /// The same answers as the reference, request by request.
+    pub fn agrees_with_reference(&self) {
+        self.property(
+            "agrees with the reference",
+            128,
+            gen::timelines(14),
+            |ctx, t| {
+                if ctx.subject == Subject::Reference {
+                    return Ok(());
+                }
+                let yours = run(ctx.tested, ctx.algorithm, t)?;
+                let reference = run(ctx.reference, ctx.algorithm, t)?;
+                for (i, (y, r)) in yours.answers.iter().zip(&reference.answers).enumerate() {
+                    let (ys, rs) = (seen(y), seen(r));
+                    if ys != rs {
+                        return Err(format!(
+                        "request #{} ({:?}):\n  yours:         {ys}\n  the reference: {rs}\n\n{}",
+                        i + 1,
+                        t.calls[i],
+                        transcript(&t.clone_upto(i), &yours.answers)
+                    ));
+                    }
+                }
+                Ok(())
+            },
+        );
+    }
+
+    /// Whatever a client writes in front of its `X-Forwarded-For`, a request
+    /// that comes through the trusted chain keeps its key, and a directly
+    /// connected client keeps its own.
+    pub fn keys_cannot_be_forged(&self) {
+        let ctx = self.ctx();
+        let strategy = gen::with_forged_prefixes(10);
+        let number = self.number;
+        let outcome = run_property(
+            ctx,
+            "keys cannot be forged",
+            256,
+            strategy,
+            move |ctx, (t, prefixes)| {
+                let forged_calls: Vec<Call> = t
+                    .calls
+                    .iter()
+                    .zip(prefixes)
+                    .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
+                    .collect();
+                let forged = HttpTimeline {
+                    setup: t.setup.clone(),
+                    calls: forged_calls,
+                };
+                let rule = t.setup.key_rule(super::Report::stderr());
+                let got = run(ctx.tested, ctx.algorithm, &forged)?;
+                for (i, (plain, spoofed)) in t.calls.iter().zip(&forged.calls).enumerate() {
+                    let honest = model_key(&rule, plain);
+                    if model_key(&rule, spoofed) != honest {
+                        // Every address was a trusted proxy: the request did not
+                        // come from an untrusted client, so the contract keys it
+                        // by the leftmost address, which the prefix changed.
+                        continue;
+                    }
+                    let keys: Vec<&str> = got.answers[i]
+                        .checks
+                        .iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect();
+                    if keys != [honest.as_str()] {
+                        return Err(format!(
+                        "request #{} was counted under {keys:?}, but it is {honest:?} whatever its \
+                         client writes in front of X-Forwarded-For.\n  the request:      {:?}\n  without the forged part: {:?}\n\
+                         A key taken from what the client wrote lets it buy a fresh quota with every request.",
+                        i + 1,
+                        spoofed,
+                        plain
+                    ));
+                    }
+                }
+                Ok(())
+            },
+        );
+        if let Err((reason, (t, _))) = outcome {
+            panic!(
+                "lesson {number:02}: property \"keys cannot be forged\" fails for {}.\ntimeline: {t:?}\n\n{reason}",
+                self.whose()
+            );
+        }
+    }
+
+    /// The inner service is called exactly once for each allowed request,
+    /// after a `poll_ready` of its own, and never for a denied one.
+    pub fn calls_the_inner_service_once_per_allowed_request(&self) {
+        self.property("calls the inner service once per allowed request", 128, gen::timelines(10), |ctx, t| {
+            let got = run(ctx.tested, ctx.algorithm, t)?;
+            for (i, o) in got.answers.iter().enumerate() {
+                let want = usize::from(o.status != 429);
+                if o.inner_calls != want {
+                    return Err(format!(
+                        "request #{} ({:?}) was answered {} and the inner service was called {} times for it; \
+                         it must be called {want} time(s){}.",
+                        i + 1,
+                        t.calls[i],
+                        o.status,
+                        o.inner_calls,
+                        if want == 0 { ": a denied request never reaches it (the work the limit protects would be done anyway)" } else { "" }
+                    ));
+                }
+            }
+            if got.unready_calls > 0 {
+                return Err(format!(
+                    "the inner service was called {} time(s) without its own `poll_ready` first: \
+                     `poll_ready` must delegate to the inner service (tower's contract: call only \
+                     after ready).",
+                    got.unready_calls
+                ));
+            }
+            Ok(())
+        });
+    }
+
+    /// A server without connection info: reported once, with the fix, and
+    /// every client without an API key shares one quota.
+    pub fn reports_a_missing_peer_address_once(&self) {
+        let timeline = exchange::parse(
+            "name=\"api\" q=2 w=10 api=x-api-key: @0s from none; @0s from none via layer; @0s from none key \"k1\"; @1s from none via same; @2s from none",
+        )
+        .expect("a valid timeline");
+        let ctx = self.ctx();
+        let t = timeline.clone();
+        let outcome = self.watched(&timeline, move || {
+            let got = run(ctx.tested, ctx.algorithm, &t)?;
+            if got.reported != [LayerError::NoPeerAddress] {
+                return Err(format!(
+                    "the layer reported {:?} to its KeyRule's `report` over {} requests without a peer \
+                     address (through clones and new layers); the contract reports \
+                     [NoPeerAddress] once per layer, so that a log shows the fix once instead of \
+                     a line per request.",
+                    got.reported,
+                    t.calls.len()
+                ));
+            }
+            judge(ctx.algorithm, &t, &got)
+        });
+        if let Err(e) = outcome {
+            panic!("{}: {e}", self.whose());
+        }
+    }
+
+    // --------------------------------------------------------------- snapshots
+
+    /// A named exchange, drawn as a transcript and compared with its
+    /// snapshot, which must be the model's and the reference's.
+    pub fn snapshot(&self, name: &str, timeline: &str) {
+        let timeline =
+            exchange::parse(timeline).unwrap_or_else(|e| panic!("bad snapshot timeline: {e}"));
+        let ctx = self.ctx();
+        let draw = |v: HttpVariant| -> String {
+            let t = timeline.clone();
+            match self.watched(&timeline, move || {
+                run(v, ctx.algorithm, &t).map(|r| transcript(&t, &r.answers))
+            }) {
+                Ok(s) => s,
+                Err(e) => panic!("{}: {e}", self.whose()),
+            }
+        };
+        let contract = model_transcript(self.algorithm, &timeline);
+        let reference = draw(self.implementations.reference);
+        assert!(
+            reference == contract,
+            "the reference disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
+        );
+        let tested = draw(self.tested());
+        crate::checks::assert_snapshot(
+            self.root,
+            self.number,
+            name,
+            &format!("{timeline:?}"),
+            &tested,
+            &contract,
+            &self.whose(),
+        );
+    }
+
+    /// For `cargo run -- compare 7 [TIMELINE]`: the subject's transcript and
+    /// the reference's, the first difference named.
+    pub fn print_comparison(&self, which: &str) {
+        let text = match crate::http::checks::SNAPSHOTS
+            .iter()
+            .find(|(n, _)| *n == which.trim())
+        {
+            Some((_, t)) => t.to_string(),
+            None if which.trim().is_empty() => SNAPSHOTS[0].1.to_string(),
+            None => which.to_string(),
+        };
+        let timeline = exchange::parse(&text).unwrap_or_else(|e| {
+            let names: Vec<&str> = SNAPSHOTS.iter().map(|(n, _)| *n).collect();
+            panic!("{e}\n(name one of {} or write a timeline: `name=\"api\" q=2 w=1: @0s from 203.0.113.7; …`)", names.join(", "))
+        });
+        let ctx = self.ctx();
+        let show = |v: HttpVariant| {
+            let t = timeline.clone();
+            self.watched(&timeline, move || {
+                run(v, ctx.algorithm, &t).map(|r| (transcript(&t, &r.answers), r.answers))
+            })
+        };
+        let (reference, ref_answers) =
+            show(self.implementations.reference).unwrap_or_else(|e| panic!("the reference: {e}"));
+        let (yours, your_answers) =
+            show(self.tested()).unwrap_or_else(|e| panic!("{}: {e}", self.whose()));
+        println!(
+            "yours ({}):\n{yours}\nthe reference:\n{reference}",
+            self.whose()
+        );
+        match your_answers
+            .iter()
+            .zip(&ref_answers)
+            .position(|(y, r)| seen(y) != seen(r))
+        {
+            Some(i) => println!(
+                "first difference: request #{} ({:?})",
+                i + 1,
+                timeline.calls[i]
+            ),
+            None => println!("no difference on this timeline."),
+        }
+    }
+
+    // ------------------------------------------------------------ end to end
+
+    /// The layer in an axum server on a loopback port, with connection
+    /// info; a real HTTP client fires concurrent requests of one client at
+    /// a frozen clock: exactly the quota is admitted, and the answers
+    /// cross the wire intact.
+    pub fn end_to_end_over_loopback(&self) {
+        let ctx = self.ctx();
+        let outcome = watched(
+            Duration::from_secs(30),
+            |_| String::new(),
+            move || super::serve::concurrent_burst(ctx.tested, ctx.algorithm),
+        );
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("{} over a real socket: {e}", self.whose()),
+            Err(stop) => panic!("{} over a real socket: {}", self.whose(), stop.text()),
+        }
+    }
+
+    /// The workshop's demo server (`cargo run -- serve`).
+    pub fn demo(&self, port: u16) {
+        super::serve::demo(self.tested(), self.algorithm, port);
+    }
+
+    /// Fails, naming the line, if the layer reads time or anything else
+    /// but the clock it is given.
+    pub fn uses_only_its_inputs(&self) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_inputs(&v.path(), v.source) {
+            panic!("{e}");
+        }
+    }
+
+    fn watched<R: Send + 'static>(
+        &self,
+        timeline: &HttpTimeline,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> Result<R, String> {
+        let t = timeline.clone();
+        let describe = move |i: usize| describe_call(&t, i);
+        match watched(time_limit(), describe, work) {
+            Ok(r) => r,
+            Err(stop) => Err(format!("{}", stop.text())),
+        }
+    }
+
+    fn property(
+        &self,
+        name: &str,
+        cases: u32,
+        strategy: impl Strategy<Value = HttpTimeline>,
+        check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
+    ) {
+        let ctx = self.ctx();
+        match run_property(ctx, name, cases, strategy, check) {
+            Ok(()) => {}
+            Err((reason, timeline)) => {
+                let (reason, timeline) = minimize(ctx, check, reason, timeline);
+                panic!(
+                    "lesson {:02} ({}): property \"{name}\" fails for {}.\nminimal timeline: {timeline:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
+                    self.number,
+                    self.title,
+                    self.whose(),
+                    replay(self.number, &timeline)
+                )
+            }
+        }
+    }
+}
+
+/// The named exchanges drawn as snapshots: `(name, timeline)`.
+pub const SNAPSHOTS: &[(&str, &str)] = &[
+    (
+        "first_look",
+        "name=\"api\" q=2 w=1: @0s from 203.0.113.7; @0s from 203.0.113.7; @0s from 203.0.113.7; @0.4s from 203.0.113.7; @1s from 203.0.113.7",
+    ),
+    (
+        "retry_after_rounds_up",
+        "name=\"api\" q=1 w=3: @0s from 198.51.100.1; @0.5s from 198.51.100.1; @2s from 198.51.100.1; @2.000000001s from 198.51.100.1; @2.999999999s from 198.51.100.1; @3s from 198.51.100.1",
+    ),
+    (
+        "behind_a_proxy",
+        "name=\"api\" q=1 w=60 trust=10.0.0.0/8: @0s from 10.0.0.1 xff \"203.0.113.7\"; @0s from 10.0.0.1 xff \"1.2.3.4, 203.0.113.7\"; @0s from 10.0.0.1 xff \"5.6.7.8\" xff \"203.0.113.7, 10.0.0.2\"; @0s from 203.0.113.7 xff \"9.9.9.9\"; @0s from 10.0.0.1 xff \"unknown, 10.0.0.3\"",
+    ),
+    (
+        "api_keys_and_ipv6",
+        "name=\"per \\\"key\\\"\" q=1 w=10 api=x-api-key: @0s from 2001:db8:1:2::1 key \"k1\"; @0s from 2001:db8:1:2::1; @0s from 2001:db8:1:2::ffff; @0s from 2001:db8:1:3::1; @0s from ::ffff:192.0.2.1; @0s from 192.0.2.1 key \"k 1\"",
+    ),
+];
+
+/// What the contract answers to each request: the key and the answer.
+pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(String, Expected)> {
+    let rule = t.setup.key_rule(super::Report::stderr());
+    let config = Config::new(
+        t.setup.policy.quota,
+        t.setup.policy.window.as_nanos() as u64,
+    );
+    let mut model = algorithm.model(config);
+    t.calls
+        .iter()
+        .map(|c| {
+            let key = model_key(&rule, c);
+            let decision = model.decide(&key, c.at);
+            (key, expected(&t.setup.policy, &decision))
+        })
+        .collect()
+}
+
+fn model_key(rule: &super::KeyRule, c: &Call) -> String {
+    let api: Vec<&[u8]> = c.api_keys.iter().map(Vec::as_slice).collect();
+    let xff: Vec<&[u8]> = c.forwarded.iter().map(Vec::as_slice).collect();
+    client_key(rule, &api, &xff, c.peer).key
+}
+
+/// `ip:203.0.113.7 200 r=1` / `api:k1 429 t=2`.
+fn short(key: &str, e: &Expected) -> String {
+    let (r, t) = parse_ratelimit(&e.ratelimit);
+    match t {
+        Some(t) => format!("{key} {} t={t}", e.status),
+        None => format!("{key} {} r={r}", e.status),
+    }
+}
+
+fn parse_ratelimit(value: &str) -> (String, Option<String>) {
+    let params: Vec<&str> = value.rsplit(';').collect();
+    let get = |p: &str| {
+        params
+            .iter()
+            .find_map(|x| x.strip_prefix(p))
+            .map(str::to_string)
+    };
+    (get("r=").unwrap_or_default(), get("t="))
+}
+
+/// The model's transcript: what the reference and the snapshot must show.
+fn model_transcript(algorithm: Algorithm, t: &HttpTimeline) -> String {
+    let answers: Vec<Observed> = contract(algorithm, t)
+        .into_iter()
+        .zip(&t.calls)
+        .map(|((key, e), c)| {
+            let mut headers = Vec::new();
+            if let Some(r) = &e.retry_after {
+                headers.push(("retry-after".to_string(), r.clone().into_bytes()));
+            }
+            headers.push(("ratelimit".to_string(), e.ratelimit.clone().into_bytes()));
+            headers.push((
+                "ratelimit-policy".to_string(),
+                e.ratelimit_policy.clone().into_bytes(),
+            ));
+            Observed {
+                status: e.status,
+                headers,
+                body: Vec::new(),
+                inner_calls: usize::from(e.reaches_inner),
+                checks: vec![(key, c.at)],
+            }
+        })
+        .collect();
+    transcript(t, &answers)
+}
+
+/// What two implementations must agree on: key, status, the rate-limit
+/// headers, the content type and the problem body's fields.
+fn seen(o: &Observed) -> String {
+    let mut out = format!(
+        "key {:?} → {}",
+        o.checks.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>(),
+        o.summary()
+    );
+    if let Ok(Some(ct)) = o.header("content-type") {
+        out.push_str(&format!("  Content-Type: {}", String::from_utf8_lossy(ct)));
+    }
+    if o.status == 429 {
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.body) {
+            for f in ["type", "status", "violated-policies"] {
+                out.push_str(&format!(
+                    "  {f}: {}",
+                    v.get(f).map(|x| x.to_string()).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Judges a run against the contract, request by request.
+pub fn judge(algorithm: Algorithm, t: &HttpTimeline, got: &Run) -> Result<(), String> {
+    let want = contract(algorithm, t);
+    let mut missing = false;
+    let rule = t.setup.key_rule(super::Report::stderr());
+    for (i, ((key, e), c)) in want.iter().zip(&t.calls).enumerate() {
+        let o = &got.answers[i];
+        let api: Vec<&[u8]> = c.api_keys.iter().map(Vec::as_slice).collect();
+        let xff: Vec<&[u8]> = c.forwarded.iter().map(Vec::as_slice).collect();
+        missing |= client_key(&rule, &api, &xff, c.peer).missing_peer;
+        if let Some(problem) = differs(&t.setup.policy, key, c.at, e, o) {
+            return Err(format!(
+                "request #{} ({c:?}): {problem}\n\nyour transcript up to there:\n{}\nthe contract's:\n{}",
+                i + 1,
+                transcript(&t.clone_upto(i), &got.answers),
+                model_transcript(algorithm, &t.clone_upto(i))
+            ));
+        }
+    }
+    let reports = usize::from(missing);
+    if got.reported.len() != reports {
+        return Err(format!(
+            "the layer reported {:?}; over these requests the contract reports {}",
+            got.reported,
+            if missing {
+                "[NoPeerAddress] once"
+            } else {
+                "nothing"
+            }
+        ));
+    }
+    if got.unready_calls > 0 {
+        return Err(format!(
+            "the inner service was called {} time(s) without a `poll_ready` of its own first: \
+             `poll_ready` must delegate to the inner service.",
+            got.unready_calls
+        ));
+    }
+    Ok(())
+}
+
+/// What is wrong with one answer, if anything.
+fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> Option<String> {
+    let asked: Vec<(&str, u64)> = o.checks.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+    if asked != [(key, at)] {
+        return Some(format!(
+            "the limiter was asked {}; the contract asks it once, for key {key:?} at {} (the \
+             clock's time)",
+            if asked.is_empty() {
+                "nothing".to_string()
+            } else {
+                asked
+                    .iter()
+                    .map(|(k, n)| format!("{k:?} at {}", nanos(*n)))
+                    .collect::<Vec<_>>()
+                    .join(", then ")
+            },
+            nanos(at)
+        ));
+    }
+    if o.status != e.status {
+        return Some(format!(
+            "the status was {}; the contract says {}",
+            o.status, e.status
+        ));
+    }
+    let header = |name: &str, want: Option<&str>| -> Option<String> {
+        match o.header(name) {
+            Err(e) => Some(e),
+            Ok(got) => {
+                let got = got.map(|v| String::from_utf8_lossy(v).into_owned());
+                (got.as_deref() != want).then(|| match (got, want) {
+                    (None, Some(w)) => {
+                        format!("there was no {name} header; the contract sends `{name}: {w}`")
+                    }
+                    (Some(g), None) => format!(
+                        "`{name}: {g}` was sent; the contract sends no {name} on a {} response",
+                        o.status
+                    ),
+                    (Some(g), Some(w)) => {
+                        format!("`{name}: {g}` was sent; the contract says `{name}: {w}`")
+                    }
+                    (None, None) => unreachable!(),
+                })
+            }
+        }
+    };
+    if let Some(p) = header("ratelimit-policy", Some(&e.ratelimit_policy))
+        .or_else(|| header("ratelimit", Some(&e.ratelimit)))
+        .or_else(|| header("retry-after", e.retry_after.as_deref()))
+    {
+        return Some(p);
+    }
+    let inner = usize::from(e.reaches_inner);
+    if o.inner_calls != inner {
+        return Some(format!(
+            "the inner service was called {} time(s) for it; the contract calls it {inner} time(s)",
+            o.inner_calls
+        ));
+    }
+    if e.reaches_inner {
+        if o.header("x-inner").ok().flatten() != Some(b"called".as_slice()) {
+            return Some(
+                "the inner service's own headers were not kept (x-inner: called is missing)".into(),
+            );
+        }
+        if o.body != b"hello from the inner service\n" {
+            return Some("the inner service's body was not passed on as it was".into());
+        }
+    } else {
+        if let Some(p) = header("content-type", Some("application/problem+json")) {
+            return Some(p);
+        }
+        if let Some(p) = problem_body_errors(policy, &o.body) {
+            return Some(format!("the 429's problem body is wrong: {p}"));
+        }
+    }
+    None
+}
+
+impl HttpTimeline {
+    /// The setup and the requests up to and including the `i`th.
+    pub fn clone_upto(&self, i: usize) -> HttpTimeline {
+        HttpTimeline {
+            setup: self.setup.clone(),
+            calls: self.calls[..=i.min(self.calls.len().saturating_sub(1))].to_vec(),
+        }
+    }
+}
+
+fn describe_call(t: &HttpTimeline, i: usize) -> String {
+    t.calls
+        .get(i)
+        .map(|c| format!("request #{} ({c:?})", i + 1))
+        .unwrap_or_else(|| "a request".into())
+}
+
+fn build_only(v: HttpVariant, algorithm: Algorithm, policy: Policy) -> Result<(), PolicyError> {
+    let limiter =
+        super::drive::TestLimiter::new(algorithm, &Policy::new("x", 1, Duration::from_secs(1)));
+    let parts = super::drive::Parts {
+        limiter,
+        policy,
+        keys: super::KeyRule::by_address(),
+        clock: super::ManualClock::default(),
+        inner: super::drive::Echo::default(),
+    };
+    (v.build)(parts).map(|_| ())
+}
+
+/// Runs one property with a fixed seed, each case under the watchdog.
+fn run_property<T: std::fmt::Debug + Clone + Send + 'static>(
+    ctx: Ctx,
+    name: &str,
+    cases: u32,
+    strategy: impl Strategy<Value = T>,
+    check: impl Fn(Ctx, &T) -> Result<(), String> + Send + Sync + Copy + 'static,
+) -> Result<(), (String, T)> {
+    let config = PropConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 1024,
+        ..PropConfig::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let hung = Arc::new(AtomicBool::new(false));
+    let result = runner.run(&strategy, |value| {
+        if hung.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let v = value.clone();
+        match watched(
+            time_limit(),
+            |i| format!("request #{}", i + 1),
+            move || check(ctx, &v),
+        ) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(m)) => Err(TestCaseError::fail(m)),
+            Err(Stop::Panicked(m)) => Err(TestCaseError::fail(format!("{} {m}", ctx.subject))),
+            Err(Stop::Hung(m)) => {
+                hung.store(true, Ordering::Relaxed);
+                Err(TestCaseError::fail(format!("{} {m}", ctx.subject)))
+            }
+        }
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, value)) => Err((reason.to_string(), value)),
+        Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
+    }
+}
+
+/// Drops requests one at a time while the check still fails.
+fn minimize(
+    ctx: Ctx,
+    check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
+    mut reason: String,
+    mut t: HttpTimeline,
+) -> (String, HttpTimeline) {
+    let mut i = 0;
+    let mut budget = 200;
+    while i < t.calls.len() && t.calls.len() > 1 && budget > 0 {
+        budget -= 1;
+        let mut smaller = t.clone();
+        smaller.calls.remove(i);
+        let s = smaller.clone();
+        match watched(time_limit(), |_| String::new(), move || check(ctx, &s)) {
+            Ok(Err(m)) => {
+                t = smaller;
+                reason = m;
+            }
+            Err(Stop::Panicked(m)) => {
+                t = smaller;
+                reason = format!("{} {m}", ctx.subject);
+            }
+            _ => i += 1,
+        }
+    }
+    (reason, t)
+}
+
+/// The command that replays a timeline beside the reference.
+pub fn replay(number: u32, t: &HttpTimeline) -> String {
+    let text = format!("{t:?}").replace('\'', "'\\''");
+    format!("cargo run -- compare {number} '{text}'")
+}

@@ -1,0 +1,361 @@
+//! How an HTTP timeline drives a layer: the `http-layer` kind's driver.
+//!
+//! The layer under test is built over a [`TestLimiter`] (the harness's
+//! model of the lesson's algorithm, which records every key it is asked
+//! for) and wraps an [`Echo`] service (which counts its calls and checks
+//! that each followed a `poll_ready`). Each request of a timeline goes
+//! through the service its `via` names, on a fresh current-thread runtime,
+//! with the [`ManualClock`] set to its instant.
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response};
+use http_body_util::BodyExt;
+use tower::util::BoxCloneService;
+use tower::{Service, ServiceExt};
+
+use super::exchange::{Call, HttpTimeline, Observed, Via};
+use super::{ManualClock, Policy, PolicyError, Report};
+use crate::decision::{Decision, RateLimiter};
+use crate::models::{Algorithm, Model};
+use crate::time::Timestamp;
+use crate::timeline::Config;
+use crate::watchdog::progress;
+
+/// The limiter behind the layer in the checks: the harness's model of the
+/// lesson's algorithm, recording each call. Cloning it copies its state,
+/// as tower's own `RateLimit` does: a layer shares its limiter through the
+/// `Arc` it was given, and a copy would count apart.
+pub struct TestLimiter {
+    model: Mutex<Model>,
+    calls: Arc<Mutex<Vec<(String, u64)>>>,
+}
+
+impl TestLimiter {
+    pub fn new(algorithm: Algorithm, policy: &Policy) -> TestLimiter {
+        let config = Config::new(policy.quota, policy.window.as_nanos() as u64);
+        TestLimiter {
+            model: Mutex::new(algorithm.model(config)),
+            calls: Arc::default(),
+        }
+    }
+
+    /// Every `(key, now)` it was asked, by it and by its copies.
+    pub fn calls(&self) -> Arc<Mutex<Vec<(String, u64)>>> {
+        self.calls.clone()
+    }
+}
+
+impl Clone for TestLimiter {
+    fn clone(&self) -> Self {
+        TestLimiter {
+            model: Mutex::new(self.model.lock().unwrap_or_else(|p| p.into_inner()).clone()),
+            calls: self.calls.clone(),
+        }
+    }
+}
+
+impl RateLimiter for TestLimiter {
+    fn check(&self, key: &str, now: Timestamp) -> Decision {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((key.to_string(), now.as_nanos()));
+        self.model
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decide(key, now.as_nanos())
+    }
+}
+
+/// The service behind the layer: answers 200 with a header and a body of
+/// its own, and records which request it was called for. A call that no
+/// `poll_ready` of the same service instance came before is recorded too.
+#[derive(Clone, Default)]
+pub struct Echo {
+    ready: bool,
+    log: Arc<Mutex<EchoLog>>,
+}
+
+#[derive(Default)]
+struct EchoLog {
+    calls: Vec<usize>,
+    unready: usize,
+}
+
+impl Echo {
+    /// How many times it (or a clone) was called.
+    pub fn calls(&self) -> usize {
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .calls
+            .len()
+    }
+}
+
+/// The request header that numbers each request for [`Echo`].
+pub const REQUEST_ID: &str = "x-kata-request";
+
+impl Service<Request<Body>> for Echo {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.ready = true;
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let id = req
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(usize::MAX);
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        log.calls.push(id);
+        if !std::mem::take(&mut self.ready) {
+            log.unready += 1;
+        }
+        let response = Response::builder()
+            .status(200)
+            .header("content-type", "text/plain")
+            .header("x-inner", "called")
+            .body(Body::from("hello from the inner service\n"))
+            .expect("a valid response");
+        std::future::ready(Ok(response))
+    }
+}
+
+/// The service a driver hands out.
+pub type Svc = BoxCloneService<Request<Body>, Response<Body>, Infallible>;
+
+/// A learner's layer, built for one setup, with its service.
+pub trait Layered: Send {
+    /// The service a request goes through, as `via` says: the same service
+    /// as before, a clone of it, or a new one from a clone of the layer.
+    fn service(&mut self, via: Via) -> &mut Svc;
+}
+
+/// What a driver's layer is built from.
+pub struct Parts {
+    pub limiter: TestLimiter,
+    pub policy: Policy,
+    pub keys: super::KeyRule,
+    pub clock: ManualClock,
+    pub inner: Echo,
+}
+
+/// Builds the learner's layer and its first service; `Err` is the
+/// constructor's answer.
+pub type BuildLayer = fn(Parts) -> Result<Box<dyn Layered>, PolicyError>;
+
+/// Puts the learner's layer on an axum router, for the end-to-end check
+/// (a manual clock) and the demo server (a real one).
+pub type BuildRouter = fn(
+    axum::Router,
+    TestLimiter,
+    Policy,
+    super::KeyRule,
+    AnyClock,
+) -> Result<axum::Router, PolicyError>;
+
+/// Either clock, so that one build of the layer serves both.
+#[derive(Clone, Debug)]
+pub enum AnyClock {
+    Manual(ManualClock),
+    Monotonic(super::MonotonicClock),
+}
+
+impl super::Clock for AnyClock {
+    fn now(&self) -> Timestamp {
+        match self {
+            AnyClock::Manual(c) => c.now(),
+            AnyClock::Monotonic(c) => c.now(),
+        }
+    }
+}
+
+/// One implementation of lesson 07 compiled into its test binary.
+#[derive(Clone, Copy)]
+pub struct HttpVariant {
+    pub file: &'static str,
+    pub source: &'static str,
+    pub build: BuildLayer,
+    pub router: BuildRouter,
+}
+
+impl HttpVariant {
+    pub fn path(&self) -> String {
+        self.file.to_string()
+    }
+}
+
+/// A [`Layered`] over any layer: what the driver arm of `__variant!` wraps
+/// the learner's type in.
+pub struct Driven<L> {
+    layer: L,
+    inner: Echo,
+    service: Svc,
+    scratch: Option<Svc>,
+}
+
+impl<L> Driven<L>
+where
+    L: tower::Layer<Echo> + Clone + Send + 'static,
+    L::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as Service<Request<Body>>>::Future: Send + 'static,
+{
+    pub fn boxed(layer: L, inner: Echo) -> Box<dyn Layered> {
+        let service = BoxCloneService::new(layer.layer(inner.clone()));
+        Box::new(Driven {
+            layer,
+            inner,
+            service,
+            scratch: None,
+        })
+    }
+}
+
+impl<L> Layered for Driven<L>
+where
+    L: tower::Layer<Echo> + Clone + Send + 'static,
+    L::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    <L::Service as Service<Request<Body>>>::Future: Send + 'static,
+{
+    fn service(&mut self, via: Via) -> &mut Svc {
+        match via {
+            Via::Same => &mut self.service,
+            Via::Clone => self.scratch.insert(self.service.clone()),
+            Via::Layer => self.scratch.insert(BoxCloneService::new(
+                self.layer.clone().layer(self.inner.clone()),
+            )),
+        }
+    }
+}
+
+/// The HTTP request a call stands for (request number `i`).
+pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<Body> {
+    let mut req = Request::builder()
+        .method("GET")
+        .uri("/")
+        .body(Body::empty())
+        .expect("a valid request");
+    let headers = req.headers_mut();
+    for line in &call.forwarded {
+        headers.append(
+            "x-forwarded-for",
+            HeaderValue::from_bytes(line).expect("generated lines are valid header values"),
+        );
+    }
+    if let Some(name) = api_key_header {
+        for line in &call.api_keys {
+            headers.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).expect("valid"),
+                HeaderValue::from_bytes(line).expect("generated lines are valid header values"),
+            );
+        }
+    }
+    headers.insert(REQUEST_ID, HeaderValue::from(i));
+    if let Some(peer) = call.socket() {
+        req.extensions_mut().insert(ConnectInfo(peer));
+    }
+    req
+}
+
+/// A whole run of a timeline through one implementation.
+pub struct Run {
+    /// One per request, up to the one that failed to build or answer.
+    pub answers: Vec<Observed>,
+    pub reported: Vec<super::LayerError>,
+    /// Calls of the inner service no `poll_ready` came before.
+    pub unready_calls: usize,
+}
+
+/// Runs a timeline through a fresh layer of `variant`. `Err` when the
+/// layer refuses a valid policy.
+pub fn run(
+    variant: HttpVariant,
+    algorithm: Algorithm,
+    timeline: &HttpTimeline,
+) -> Result<Run, String> {
+    let limiter = TestLimiter::new(algorithm, &timeline.setup.policy);
+    let checks = limiter.calls();
+    let clock = ManualClock::new(Timestamp::ZERO);
+    let inner = Echo::default();
+    let log = inner.log.clone();
+    let (report, reported) = Report::collect();
+    let parts = Parts {
+        limiter,
+        policy: timeline.setup.policy.clone(),
+        keys: timeline.setup.key_rule(report),
+        clock: clock.clone(),
+        inner,
+    };
+    let mut layered = (variant.build)(parts).map_err(|e| {
+        format!(
+            "RateLimitLayer::new returned Err(PolicyError::{e:?}) for a valid policy ({:?})",
+            timeline.setup
+        )
+    })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let mut answers = Vec::with_capacity(timeline.calls.len());
+    for (i, call) in timeline.calls.iter().enumerate() {
+        progress(i);
+        clock.set(Timestamp::from_nanos(call.at));
+        let before_checks = checks.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let req = request(call, timeline.setup.api_key_header.as_deref(), i);
+        let service = layered.service(call.via);
+        let response = runtime.block_on(async {
+            let ready: &mut Svc = service.ready().await.unwrap_or_else(|e| match e {});
+            let response = ready.call(req).await.unwrap_or_else(|e| match e {});
+            let (parts, body) = response.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map(|b| b.to_bytes().to_vec())
+                .unwrap_or_else(|e| format!("(the body could not be read: {e})").into_bytes());
+            (parts, body)
+        });
+        let (parts, body) = response;
+        let inner_calls = log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .calls
+            .iter()
+            .filter(|id| **id == i)
+            .count();
+        let asked = checks.lock().unwrap_or_else(|p| p.into_inner())[before_checks..].to_vec();
+        answers.push(Observed {
+            status: parts.status.as_u16(),
+            headers: parts
+                .headers
+                .iter()
+                .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+                .collect(),
+            body,
+            inner_calls,
+            checks: asked,
+        });
+    }
+    let unready_calls = log.lock().unwrap_or_else(|p| p.into_inner()).unready;
+    Ok(Run {
+        answers,
+        reported: reported.all(),
+        unready_calls,
+    })
+}

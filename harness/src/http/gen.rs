@@ -1,0 +1,221 @@
+//! Generated HTTP timelines: clients by API key, by peer address, behind
+//! trusted proxies with forged and malformed `X-Forwarded-For` entries, over
+//! IPv4, IPv6 and IPv4-mapped IPv6; instants at the edges of whole seconds
+//! (where `Retry-After` rounds) and of the window; requests through the same
+//! service, a clone and a new layer.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::exchange::{Call, HttpTimeline, Setup, Via};
+use super::Policy;
+
+/// Policy names, some with the characters a structured-field string must
+/// escape.
+const NAMES: &[&str] = &["api", "per-minute", "say \"hi\"", "back\\slash", "x"];
+
+/// The trusted proxies of a setup.
+const TRUSTED: &[&[&str]] = &[
+    &[],
+    &["10.0.0.0/8"],
+    &["10.0.0.0/8", "2001:db8:ffff::/48"],
+    &["10.0.0.1", "10.0.0.2"],
+];
+
+/// Clients' own addresses: two in one IPv6 /64, one in another, one IPv4
+/// with its IPv4-mapped twin, and an address inside the trusted range.
+const CLIENTS: &[&str] = &[
+    "203.0.113.7",
+    "::ffff:203.0.113.7",
+    "198.51.100.1",
+    "2001:db8:1:2::10",
+    "2001:db8:1:2:ffff:ffff:ffff:ffff",
+    "2001:db8:1:3::1",
+    "10.9.9.9",
+];
+
+/// Proxies, trusted in some setups: the last hop is the peer.
+const PROXIES: &[&str] = &[
+    "10.0.0.1",
+    "10.0.0.2",
+    "2001:db8:ffff::1",
+    "::ffff:10.0.0.1",
+];
+
+/// Entries that do not parse as an address.
+const MALFORMED: &[&str] = &[
+    "unknown",
+    "203.0.113.7:443",
+    "",
+    "[2001:db8::1]",
+    "_hidden",
+    "1.2.3",
+];
+
+fn setup() -> impl Strategy<Value = Setup> {
+    (
+        prop::sample::select(NAMES),
+        1u64..=3,
+        1u64..=3,
+        any::<bool>(),
+        prop::sample::select(TRUSTED),
+    )
+        .prop_map(|(name, quota, window, api, trusted)| Setup {
+            policy: Policy::new(name, quota, Duration::from_secs(window)),
+            api_key_header: api.then(|| "x-api-key".to_string()),
+            trusted: trusted
+                .iter()
+                .map(|c| c.parse().expect("a range"))
+                .collect(),
+        })
+}
+
+/// An address a client may forge: anything at all.
+fn forged() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<u32>().prop_map(|n| Ipv4Addr::from(n).to_string()),
+        any::<u128>().prop_map(|n| Ipv6Addr::from(n).to_string()),
+        prop::sample::select(MALFORMED).prop_map(str::to_string),
+        prop::sample::select(CLIENTS).prop_map(str::to_string),
+    ]
+}
+
+/// `X-Forwarded-For` as a chain of proxies writes it: what the client sent
+/// (forged entries), the client's address, the proxies before the last,
+/// sometimes a malformed entry, split over one or two lines, with spaces or
+/// tabs around the commas; now and then a line that is not text.
+fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    (
+        prop::collection::vec(forged(), 0..3),
+        prop::sample::select(CLIENTS),
+        prop::collection::vec(prop::sample::select(PROXIES), 0..3),
+        prop::option::weighted(0.15, (prop::sample::select(MALFORMED), 0usize..4)),
+        0usize..4,
+        prop::sample::select(&[", ", ",", " ,\t"][..]),
+        prop::option::weighted(0.05, Just(vec![0xffu8, b'1'])),
+    )
+        .prop_map(
+            |(forged, client, proxies, malformed, split, comma, binary)| {
+                let mut entries: Vec<String> = forged;
+                entries.push(client.to_string());
+                entries.extend(proxies.iter().map(|p| p.to_string()));
+                if let Some((bad, at)) = malformed {
+                    entries.insert(at.min(entries.len()), bad.to_string());
+                }
+                let split = split.min(entries.len());
+                let mut lines: Vec<Vec<u8>> = [&entries[..split], &entries[split..]]
+                    .iter()
+                    .filter(|part| !part.is_empty())
+                    .map(|part| part.join(comma).into_bytes())
+                    .collect();
+                if let Some(b) = binary {
+                    lines.insert(0, b);
+                }
+                lines
+            },
+        )
+}
+
+/// API key header lines: none, one valid key, or one that is not valid
+/// (a space, too long, not ASCII, empty), or two lines.
+fn api_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
+    prop_oneof![
+        4 => Just(vec![]),
+        3 => prop::sample::select(&["k1", "k2", "K1", "a-very_long.key~!"][..]).prop_map(|k| vec![k.as_bytes().to_vec()]),
+        1 => Just(vec![b"k 1".to_vec()]),
+        1 => (127usize..=129).prop_map(|n| vec![vec![b'k'; n]]),
+        1 => Just(vec![vec![b'k', 0xe9]]),
+        1 => Just(vec![b"k1".to_vec(), b"k2".to_vec()]),
+    ]
+}
+
+fn call() -> impl Strategy<Value = (u64, Call)> {
+    let peer = prop_oneof![
+        6 => prop::sample::select(CLIENTS).prop_map(|c| Some(c.parse::<IpAddr>().expect("an address"))),
+        5 => prop::sample::select(PROXIES).prop_map(|c| Some(c.parse::<IpAddr>().expect("an address"))),
+        1 => Just(None),
+    ];
+    (
+        step(),
+        peer,
+        prop::option::weighted(0.6, forwarded()),
+        api_keys(),
+        prop::sample::select(&[Via::Same, Via::Clone, Via::Clone, Via::Layer][..]),
+    )
+        .prop_map(|(step, peer, forwarded, api_keys, via)| {
+            (
+                step,
+                Call {
+                    at: 0,
+                    peer,
+                    forwarded: forwarded.unwrap_or_default(),
+                    api_keys,
+                    via,
+                },
+            )
+        })
+}
+
+/// Time between two requests: none, a nanosecond, around a second (where
+/// `Retry-After` rounds), around a window.
+fn step() -> impl Strategy<Value = u64> {
+    const S: u64 = 1_000_000_000;
+    prop_oneof![
+        5 => Just(0),
+        1 => Just(1),
+        1 => Just(S / 2),
+        1 => Just(S - 1),
+        1 => Just(S),
+        1 => Just(S + 1),
+        1 => Just(2 * S - 1),
+        1 => Just(3 * S),
+    ]
+}
+
+/// A setup and up to `max` requests.
+pub fn timelines(max: usize) -> impl Strategy<Value = HttpTimeline> {
+    (setup(), prop::collection::vec(call(), 1..=max)).prop_map(|(setup, calls)| {
+        let mut at = 0u64;
+        let calls = calls
+            .into_iter()
+            .map(|(step, mut c)| {
+                at += step;
+                c.at = at;
+                c
+            })
+            .collect();
+        HttpTimeline { setup, calls }
+    })
+}
+
+/// A timeline and, for each request, what its client writes in front of
+/// its `X-Forwarded-For`: a line of its own before the others, or entries
+/// before the first line's.
+pub fn with_forged_prefixes(
+    max: usize,
+) -> impl Strategy<Value = (HttpTimeline, Vec<(bool, Vec<String>)>)> {
+    timelines(max).prop_flat_map(|t| {
+        let n = t.calls.len();
+        (
+            Just(t),
+            prop::collection::vec((any::<bool>(), prop::collection::vec(forged(), 1..3)), n),
+        )
+    })
+}
+
+/// The call with `forged` written in front of its `X-Forwarded-For`.
+pub fn forge(call: &Call, own_line: bool, forged: &[String]) -> Call {
+    let mut c = call.clone();
+    let prefix = forged.join(", ");
+    match c.forwarded.first_mut() {
+        Some(first) if !own_line => {
+            let mut line = format!("{prefix}, ").into_bytes();
+            line.extend_from_slice(first);
+            *first = line;
+        }
+        _ => c.forwarded.insert(0, prefix.into_bytes()),
+    }
+    c
+}

@@ -1,0 +1,240 @@
+//! The layer in a real axum server on a loopback port: the end-to-end check
+//! and the workshop's demo server.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+
+use super::drive::{AnyClock, Echo, HttpVariant, TestLimiter};
+use super::{KeyRule, LayerError, ManualClock, MonotonicClock, Policy, Report, UNKNOWN_CLIENT};
+use crate::models::Algorithm;
+use crate::time::Timestamp;
+
+/// How many requests the end-to-end check fires at once, and the quota.
+const FIRED: usize = 24;
+const QUOTA: u64 = 5;
+
+/// Fires [`FIRED`] concurrent requests of one client through the layer in
+/// a real server at a frozen clock: exactly [`QUOTA`] pass, each with its
+/// own `remaining`, and the 429s cross the wire with their headers. Then a
+/// server started without connection info: the layer reports it once and
+/// still limits, never answering 500.
+pub fn concurrent_burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))?;
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(20), burst(variant, algorithm))
+            .await
+            .map_err(|_| "the server did not answer all requests within 20 s".to_string())?
+    })
+}
+
+struct Served {
+    url: String,
+    inner: Echo,
+    reported: super::Reported,
+}
+
+async fn serve(
+    variant: HttpVariant,
+    algorithm: Algorithm,
+    policy: Policy,
+    connect_info: bool,
+) -> Result<Served, String> {
+    let (report, reported) = Report::collect();
+    let inner = Echo::default();
+    let counted = inner.clone();
+    let router = (variant.router)(
+        axum::Router::new().route_service("/", inner),
+        TestLimiter::new(algorithm, &policy),
+        policy.clone(),
+        KeyRule::by_address().reporting_to(report),
+        AnyClock::Manual(ManualClock::new(Timestamp::ZERO)),
+    )
+    .map_err(|e| format!("RateLimitLayer::new refused a valid policy: {e:?}"))?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("no loopback port: {e}"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let app = router;
+    if connect_info {
+        tokio::spawn(async move {
+            let _ = axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .await;
+        });
+    } else {
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app.into_make_service()).await;
+        });
+    }
+    Ok(Served {
+        url: format!("http://{addr}/"),
+        inner: counted,
+        reported,
+    })
+}
+
+async fn fire(url: &str, n: usize) -> Result<Vec<Response<Vec<u8>>>, String> {
+    let client: Client<_, Body> = Client::builder(TokioExecutor::new()).build_http();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let client = client.clone();
+        let url = url.to_string();
+        set.spawn(async move {
+            let req = Request::get(url.as_str())
+                .body(Body::empty())
+                .expect("a request");
+            let res = client
+                .request(req)
+                .await
+                .map_err(|e| format!("the request failed: {e}"))?;
+            let (parts, body) = res.into_parts();
+            let body = body
+                .collect()
+                .await
+                .map_err(|e| format!("the body failed: {e}"))?;
+            Ok::<_, String>(Response::from_parts(parts, body.to_bytes().to_vec()))
+        });
+    }
+    let mut out = Vec::new();
+    while let Some(r) = set.join_next().await {
+        out.push(r.map_err(|e| format!("a client task failed: {e}"))??);
+    }
+    Ok(out)
+}
+
+fn header<'a>(r: &'a Response<Vec<u8>>, name: &str) -> &'a str {
+    r.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("(none)")
+}
+
+async fn burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String> {
+    let policy = Policy::new("api", QUOTA, Duration::from_secs(60));
+    let served = serve(variant, algorithm, policy.clone(), true).await?;
+    let answers = fire(&served.url, FIRED).await?;
+    let ok: Vec<&Response<Vec<u8>>> = answers.iter().filter(|r| r.status() == 200).collect();
+    let denied: Vec<&Response<Vec<u8>>> = answers.iter().filter(|r| r.status() == 429).collect();
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    if ok.len() != QUOTA as usize || denied.len() != FIRED - QUOTA as usize {
+        return Err(format!(
+            "{FIRED} concurrent requests from one client (127.0.0.1) at one instant, quota {QUOTA} \
+             per 60 s: {} were admitted and {} denied (statuses {statuses:?}); exactly {QUOTA} \
+             must be admitted. More means the layer's clones (axum clones the service for every \
+             connection) do not share one limiter.",
+            ok.len(),
+            denied.len()
+        ));
+    }
+    let mut remaining: Vec<&str> = ok.iter().map(|r| header(r, "ratelimit")).collect();
+    remaining.sort();
+    let want: Vec<String> = (0..QUOTA).map(|r| format!("\"api\";r={r}")).collect();
+    if remaining != want {
+        return Err(format!(
+            "the admitted requests carried RateLimit headers {remaining:?}; each of {want:?} once is \
+             what the limiter answered"
+        ));
+    }
+    let d = denied[0];
+    for (name, want) in [
+        ("retry-after", "60"),
+        ("ratelimit", "\"api\";r=0;t=60"),
+        ("ratelimit-policy", "\"api\";q=5;w=60"),
+        ("content-type", "application/problem+json"),
+    ] {
+        if header(d, name) != want {
+            return Err(format!(
+                "a 429 arrived with `{name}: {}`; the contract sends `{name}: {want}`",
+                header(d, name)
+            ));
+        }
+    }
+    if let Some(p) = super::model::problem_body_errors(&policy, d.body()) {
+        return Err(format!("a 429's body, as it arrived: {p}"));
+    }
+    let inner = served.inner.calls();
+    if inner != QUOTA as usize {
+        return Err(format!(
+            "the route behind the layer ran {inner} times for {QUOTA} admitted requests"
+        ));
+    }
+
+    // Without connection info.
+    let blind = serve(variant, algorithm, policy, false).await?;
+    let answers = fire(&blind.url, 3).await?;
+    let statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    if statuses.iter().any(|s| *s != 200 && *s != 429) {
+        return Err(format!(
+            "a server started without connection info answered {statuses:?}; the contract keys \
+             such requests as {UNKNOWN_CLIENT} and reports the misconfiguration once, never a 500"
+        ));
+    }
+    if blind.reported.all() != [LayerError::NoPeerAddress] {
+        return Err(format!(
+            "a server started without connection info: after 3 requests the layer had reported {:?}; \
+             the contract reports [NoPeerAddress] once",
+            blind.reported.all()
+        ));
+    }
+    Ok(())
+}
+
+/// The workshop's demo: the layer under test in an axum API on a loopback
+/// port, with the kata's model of the lesson's rule behind it and a real
+/// clock; prints the URL and curl lines, and serves until stopped.
+pub fn demo(variant: HttpVariant, algorithm: Algorithm, port: u16) {
+    let policy = Policy::new("demo", 5, Duration::from_secs(10));
+    let keys = KeyRule::by_address()
+        .with_api_key("x-api-key")
+        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
+        .expect("a valid key rule");
+    let limiter = TestLimiter::new(algorithm, &policy);
+    let site = axum::Router::new().fallback(|| async { "hello from the demo API\n" });
+    let router = match (variant.router)(
+        site,
+        limiter,
+        policy,
+        keys,
+        AnyClock::Monotonic(MonotonicClock::new()),
+    ) {
+        Ok(r) => r,
+        Err(e) => panic!("RateLimitLayer::new refused the demo's policy: {e}"),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap_or_else(|e| panic!("cannot listen on 127.0.0.1:{port}: {e} (choose another with --port)"));
+        let addr = listener.local_addr().expect("an address");
+        println!(
+            "Serving {} on http://{addr}/ with policy \"demo\": 5 requests per 10 s per client.\n\
+             Try, in another terminal:\n\
+             \x20 curl -i http://{addr}/\n\
+             \x20 curl -i -H 'x-api-key: my-key' http://{addr}/\n\
+             \x20 curl -i -H 'X-Forwarded-For: 203.0.113.7' http://{addr}/   (127.0.0.1 is a trusted proxy here)\n\
+             Stop with Ctrl-C.",
+            variant.file
+        );
+        let serve = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>());
+        tokio::select! {
+            r = serve => if let Err(e) = r { eprintln!("the server stopped: {e}") },
+            _ = tokio::signal::ctrl_c() => println!("stopped"),
+        }
+    });
+}
