@@ -227,57 +227,38 @@ impl HttpLesson {
     /// connected client keeps its own.
     pub fn keys_cannot_be_forged(&self) {
         let ctx = self.ctx();
-        let strategy = gen::with_forged_prefixes(10);
-        let number = self.number;
-        let outcome = run_property(
-            ctx,
-            "keys cannot be forged",
-            256,
-            strategy,
-            move |ctx, (t, prefixes)| {
-                let forged_calls: Vec<Call> = t
-                    .calls
-                    .iter()
-                    .zip(prefixes)
-                    .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
-                    .collect();
-                let forged = HttpTimeline {
-                    setup: t.setup.clone(),
-                    calls: forged_calls,
-                };
-                let rule = t.setup.key_rule(super::Report::stderr());
-                let got = run(ctx.tested, ctx.algorithm, &forged)?;
-                for (i, (plain, spoofed)) in t.calls.iter().zip(&forged.calls).enumerate() {
-                    let honest = model_key(&rule, plain);
-                    if model_key(&rule, spoofed) != honest {
-                        // Every address was a trusted proxy: the request did not
-                        // come from an untrusted client, so the contract keys it
-                        // by the leftmost address, which the prefix changed.
-                        continue;
-                    }
-                    let keys: Vec<&str> = got.answers[i]
-                        .checks
-                        .iter()
-                        .map(|(k, _)| k.as_str())
-                        .collect();
-                    if keys != [honest.as_str()] {
-                        return Err(format!(
-                        "request #{} was counted under {keys:?}, but it is {honest:?} whatever its \
-                         client writes in front of X-Forwarded-For.\n  the request:      {:?}\n  without the forged part: {:?}\n\
-                         A key taken from what the client wrote lets it buy a fresh quota with every request.",
-                        i + 1,
-                        spoofed,
-                        plain
-                    ));
-                    }
+        let strategy = gen::with_forged_prefixes(10).prop_map(|(t, prefixes)| {
+            let calls = t
+                .calls
+                .iter()
+                .zip(&prefixes)
+                .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
+                .collect();
+            let forged = HttpTimeline { setup: t.setup.clone(), calls };
+            Forged { honest: t, forged }
+        });
+        let outcome = run_property(ctx, "keys cannot be forged", 256, strategy, forged_keys);
+        if let Err((reason, case)) = outcome {
+            // Drop requests while the check still fails.
+            let (mut reason, mut case) = (reason, case);
+            let mut i = 0;
+            while i < case.honest.calls.len() && case.honest.calls.len() > 1 {
+                let mut smaller = case.clone();
+                smaller.honest.calls.remove(i);
+                smaller.forged.calls.remove(i);
+                let s = smaller.clone();
+                match watched(time_limit(), |_| String::new(), move || forged_keys(ctx, &s)) {
+                    Ok(Err(m)) => (case, reason) = (smaller, m),
+                    _ => i += 1,
                 }
-                Ok(())
-            },
-        );
-        if let Err((reason, (t, _))) = outcome {
+            }
             panic!(
-                "lesson {number:02}: property \"keys cannot be forged\" fails for {}.\ntimeline: {t:?}\n\n{reason}",
-                self.whose()
+                "lesson {:02} ({}): property \"keys cannot be forged\" fails for {}.\nminimal timeline: {:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
+                self.number,
+                self.title,
+                self.whose(),
+                case.forged,
+                replay(self.number, &case.forged)
             );
         }
     }
@@ -489,6 +470,40 @@ impl HttpLesson {
             }
         }
     }
+}
+
+/// A timeline and the same timeline with forged `X-Forwarded-For` prefixes.
+#[derive(Clone, Debug)]
+struct Forged {
+    honest: HttpTimeline,
+    forged: HttpTimeline,
+}
+
+/// Each request of the forged timeline is counted under its honest key,
+/// wherever the contract says the prefix cannot matter.
+fn forged_keys(ctx: Ctx, case: &Forged) -> Result<(), String> {
+    let rule = case.honest.setup.key_rule(super::Report::stderr());
+    let got = run(ctx.tested, ctx.algorithm, &case.forged)?;
+    for (i, (plain, spoofed)) in case.honest.calls.iter().zip(&case.forged.calls).enumerate() {
+        let honest = model_key(&rule, plain);
+        if model_key(&rule, spoofed) != honest {
+            // Every address was a trusted proxy: the request did not come
+            // from an untrusted client, so the contract keys it by the
+            // leftmost address, which the prefix changed.
+            continue;
+        }
+        let keys: Vec<&str> = got.answers[i].checks.iter().map(|(k, _)| k.as_str()).collect();
+        if keys != [honest.as_str()] {
+            return Err(format!(
+                "request #{} was counted under {keys:?}, but it is {honest:?} whatever its client \
+                 writes in front of X-Forwarded-For.\n  the request:             {spoofed:?}\n  \
+                 without the forged part: {plain:?}\nA key taken from what the client wrote lets \
+                 it buy a fresh quota with every request.",
+                i + 1,
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The named exchanges drawn as snapshots: `(name, timeline)`.
