@@ -29,8 +29,48 @@ fn main() {
         },
     };
     match lesson {
-        None => code
-            .push_str("/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\n"),
+        None => code.push_str(
+            "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
+        ),
+        Some(l) if l.kind == kata_catalog::Kind::HttpLayer => {
+            let root = kata.to_string_lossy().replace('\\', "/");
+            code.push_str("/// Not a limiter: see `LAYER`.\npub const LESSON: Option<Lesson> = None;\n");
+            for (module, file) in [
+                ("learner", l.learner_file()),
+                ("reference", l.reference_file()),
+            ] {
+                let _ = writeln!(
+                    code,
+                    "pub mod {module} {{
+    #[allow(unused_imports)]
+    pub mod sync {{
+        pub use crate::sync::*;
+    }}
+    #[path = {path:?}]
+    #[allow(dead_code)]
+    pub mod imp;
+
+    pub fn build() -> Result<crate::layer::Svc, kata::http::PolicyError> {{
+        use crate::layer;
+        let layer = imp::{ty}::new(
+            layer::limiter(),
+            layer::policy(),
+            kata::http::KeyRule::by_address(),
+            kata::http::MonotonicClock::new(),
+        )?;
+        Ok(tower::util::BoxCloneService::new(tower::Layer::layer(&layer, layer::inner())))
+    }}
+}}",
+                    path = format!("{root}/{file}"),
+                    ty = l.type_name,
+                );
+            }
+            let _ = writeln!(
+                code,
+                "pub const LAYER: Option<LayerLesson> = Some(LayerLesson {{ number: {}, title: {:?}, learner: learner::build, reference: reference::build }});",
+                l.number, l.title
+            );
+        }
         Some(l) => {
             let root = kata.to_string_lossy().replace('\\', "/");
             // How one decision is asked of the learner's type: lesson 01's
@@ -40,11 +80,11 @@ fn main() {
                     format!("std::sync::Mutex<imp::{}>", l.type_name),
                     "self.0.lock().unwrap_or_else(|e| e.into_inner())",
                 ),
-                kata_catalog::Kind::SharedLimiter => (format!("imp::{}", l.type_name), "self.0"),
+                _ => (format!("imp::{}", l.type_name), "self.0"),
             };
             let wrap = match l.kind {
                 kata_catalog::Kind::Limiter => "Driven(std::sync::Mutex::new(l))",
-                kata_catalog::Kind::SharedLimiter => "Driven(l)",
+                _ => "Driven(l)",
             };
             for (module, file) in [
                 ("learner", l.learner_file()),
@@ -79,6 +119,7 @@ fn main() {
                     ty = l.type_name,
                 );
             }
+            code.push_str("/// Not a layer.\npub const LAYER: Option<LayerLesson> = None;\n");
             let _ = writeln!(
                 code,
                 "pub const LESSON: Option<Lesson> = Some(Lesson {{ number: {}, title: {:?}, algorithm: {:?}, shared: {}, learner: learner::build, reference: reference::build }});",

@@ -36,6 +36,9 @@ reference!(lesson_04, "../../solutions/lesson_04.rs");
 reference!(lesson_05, "../../solutions/lesson_05.rs");
 reference!(lesson_06, "../../solutions/lesson_06.rs");
 reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
+reference!(lesson_07, "../../solutions/lesson_07.rs");
+
+pub mod layer;
 
 /// One limiter under measurement. Keys are `String`s because governor's keyed
 /// limiter takes `&String`; every contender gets the very same ones.
@@ -156,6 +159,14 @@ pub struct Lesson {
     pub reference: Build,
 }
 
+/// Lesson 07, whose subject is a layer: `cargo run -- bench 7`.
+pub struct LayerLesson {
+    pub number: u32,
+    pub title: &'static str,
+    pub learner: fn() -> Result<layer::Svc, kata::http::PolicyError>,
+    pub reference: fn() -> Result<layer::Svc, kata::http::PolicyError>,
+}
+
 /// Builds one contender of a lesson from a limit and a period.
 pub type Build = fn(u64, Duration) -> Result<Box<dyn Contender>, kata::ConfigError>;
 
@@ -163,7 +174,7 @@ pub type Build = fn(u64, Duration) -> Result<Box<dyn Contender>, kata::ConfigErr
 /// names, compiled in by the build script (see `build.rs`).
 pub mod versus {
     #[allow(unused_imports)]
-    use super::Lesson;
+    use super::{LayerLesson, Lesson};
     include!(concat!(env!("OUT_DIR"), "/versus.rs"));
 }
 

@@ -432,6 +432,7 @@ mod tests {
             number: n,
             name: format!("lesson_{n:02}"),
             title: format!("Lesson {n}"),
+            kind: kata_catalog::Kind::SharedLimiter,
         }
     }
 

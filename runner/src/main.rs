@@ -66,8 +66,19 @@ enum Command {
     /// numbered) in lessons/backups/.
     Reset { lesson: u32 },
     /// Time your limiter of lesson N against the reference (and governor for
-    /// the token bucket and GCRA), optimised build, ns per decision.
+    /// the token bucket and GCRA), optimised build, ns per decision; for
+    /// lesson 07, your layer against the reference's and tower_governor's.
     Bench { lesson: u32 },
+    /// Serve an API wearing your layer of lesson 07 on a loopback port, to
+    /// try with curl; prints the URL and curl lines. Stop with Ctrl-C.
+    Serve {
+        /// The reference's layer instead of yours.
+        #[arg(long)]
+        reference: bool,
+        /// The port on 127.0.0.1 (0 picks a free one).
+        #[arg(long, default_value_t = 3000)]
+        port: u16,
+    },
     /// A whole class at a glance, for instructors: from a folder of reports
     /// (`report --json` files) or of learners' checkouts, or both. Prints a
     /// table and writes a self-contained HTML page.
@@ -115,6 +126,35 @@ fn bench(root: &Path, entry: &Entry) -> Done {
             "versus",
         ])
         .env("KATA_BENCH_LESSON", entry.number.to_string())
+        .env("RUST_BACKTRACE", "0")
+        .status()
+        .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// `cargo run -- serve`: the lesson 07 test binary's demo server, in the
+/// foreground, its output straight to the terminal.
+fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
+    let entry = lessons
+        .iter()
+        .find(|e| e.kind == kata_catalog::Kind::HttpLayer)
+        .ok_or_else(|| Refusal("no lesson of this kata is an HTTP layer".into()))?;
+    let subject = if reference { "reference" } else { "learner" };
+    println!(
+        "building {} ({}) ...",
+        entry.name,
+        if reference { "the reference's layer" } else { "your layer" }
+    );
+    let status = std::process::Command::new(suite::cargo())
+        .current_dir(root)
+        .args(["test", "--quiet", "--test", &entry.name, "--"])
+        .args(["--ignored", "--exact", "demo_server", "--nocapture"])
+        .env("KATA_SUBJECT", subject)
+        .env("KATA_SERVE_PORT", port.to_string())
         .env("RUST_BACKTRACE", "0")
         .status()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
@@ -404,7 +444,20 @@ fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
 fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
     let which = timeline.unwrap_or_else(|| kata::checks::DEFAULT_COMPARISON.into());
     // Refused here, before building anything, with the same words as the tests.
-    kata::timeline::Standard::resolve(&which).map_err(Refusal)?;
+    if entry.kind == kata_catalog::Kind::HttpLayer {
+        let named = kata::http::checks::SNAPSHOTS.iter().any(|(n, _)| *n == which);
+        if !named {
+            kata::http::exchange::parse(&which).map_err(|e| {
+                let names: Vec<&str> = kata::http::checks::SNAPSHOTS.iter().map(|(n, _)| *n).collect();
+                Refusal(format!(
+                    "{e}; name one of {} or write a timeline as a failure prints it",
+                    names.join(", ")
+                ))
+            })?;
+        }
+    } else {
+        kata::timeline::Standard::resolve(&which).map_err(Refusal)?;
+    }
     let bar = spinner(format!("running {} on {which}", entry.name));
     let outcome = suite::run_with(
         root,
@@ -698,6 +751,7 @@ fn main() -> ExitCode {
             Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
             Some(Command::Class { folder, html }) => class(&root, &lessons, &folder, html),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
+            Some(Command::Serve { reference, port }) => serve(&root, &lessons, reference, port),
         });
     match done {
         Ok(code) => code,

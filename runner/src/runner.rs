@@ -17,6 +17,8 @@ pub struct Entry {
     pub name: String,
     /// From the catalog.
     pub title: String,
+    /// How its tests drive the learner's type.
+    pub kind: kata_catalog::Kind,
 }
 
 impl Entry {
@@ -45,6 +47,7 @@ pub fn lessons(root: &Path) -> Result<Vec<Entry>, String> {
             number: l.number,
             name: l.name(),
             title: l.title,
+            kind: l.kind,
         })
         .collect())
 }
@@ -110,6 +113,7 @@ pub fn kind_label(kind: Kind) -> &'static str {
         Kind::Property => "properties",
         Kind::Snapshot => "snapshots",
         Kind::Loom => "races (loom)",
+        Kind::EndToEnd => "end to end",
         Kind::Source => "source checks",
     }
 }
@@ -269,7 +273,8 @@ fn rank(kind: Kind) -> u8 {
         Kind::Snapshot => 2,
         Kind::Property => 3,
         Kind::Loom => 4,
-        Kind::Source => 5,
+        Kind::EndToEnd => 5,
+        Kind::Source => 6,
     }
 }
 

@@ -13,6 +13,8 @@ pub enum Kind {
     Property,
     Snapshot,
     Loom,
+    /// A real server on a loopback port and a real client (lesson 07 on).
+    EndToEnd,
     /// A source check (`uses_only_…`): what the file may use; not behavioural.
     Source,
 }
@@ -27,6 +29,8 @@ impl Kind {
             Kind::Snapshot
         } else if test.starts_with("loom_") {
             Kind::Loom
+        } else if test.starts_with("end_to_end") {
+            Kind::EndToEnd
         } else if test.starts_with("uses_only_") {
             Kind::Source
         } else {
@@ -41,6 +45,7 @@ impl Kind {
             Kind::Property => "property",
             Kind::Snapshot => "snapshot",
             Kind::Loom => "loom",
+            Kind::EndToEnd => "end-to-end",
             Kind::Source => "source",
         }
     }
@@ -183,6 +188,7 @@ mod tests {
         assert_eq!(Kind::of("configuration::case_2_zero_limit"), Kind::Config);
         assert_eq!(Kind::of("timeline_two_keys"), Kind::Snapshot);
         assert_eq!(Kind::of("loom_new_key"), Kind::Loom);
+        assert_eq!(Kind::of("end_to_end_over_loopback"), Kind::EndToEnd);
         assert_eq!(Kind::of("keeps_the_limit"), Kind::Property);
         assert!(!Kind::of("uses_only_the_sync_facade").behavioural());
     }

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use ratelimit_kata_bench::{governor_bucket, keys, versus, Contender};
+use ratelimit_kata_bench::{governor_bucket, keys, layer, versus, Contender};
 
 /// ns per decision of `contender` on `keys`, taken round robin, with `now`
 /// advancing one nanosecond per request.
@@ -31,7 +31,75 @@ fn time(contender: &dyn Contender, keys: &[String]) -> f64 {
     started.elapsed().as_nanos() as f64 / decisions as f64
 }
 
+/// ns per request through `svc`, on one thread.
+fn time_layer(svc: &mut layer::Svc) -> f64 {
+    let rt = layer::runtime();
+    for _ in 0..20_000 {
+        black_box(layer::once(&rt, svc));
+    }
+    let started = Instant::now();
+    let mut requests = 0u64;
+    while started.elapsed() < Duration::from_millis(500) {
+        for _ in 0..1_000 {
+            black_box(layer::once(&rt, svc));
+        }
+        requests += 1_000;
+    }
+    started.elapsed().as_nanos() as f64 / requests as f64
+}
+
+/// Lesson 07: the learner's layer, the reference's and tower_governor's on
+/// the same service, and the service alone.
+fn layers(lesson: &ratelimit_kata_bench::LayerLesson) {
+    let mut contenders: Vec<(&str, layer::Svc)> = Vec::new();
+    match std::panic::catch_unwind(lesson.learner) {
+        Ok(Ok(svc)) => contenders.push(("yours", svc)),
+        Ok(Err(e)) => {
+            eprintln!("your RateLimitLayer::new refused the benchmark's policy ({e}): nothing to measure");
+            std::process::exit(1);
+        }
+        Err(_) => {
+            eprintln!("your RateLimitLayer::new panicked (the message is above): nothing to measure");
+            std::process::exit(1);
+        }
+    }
+    contenders.push(("reference", (lesson.reference)().expect("the reference accepts it")));
+    contenders.push(("tower_governor", layer::tower_governor(false)));
+    contenders.push(("no layer", layer::bare()));
+    println!(
+        "lesson {:02} ({}): ns per request through each layer on the same service, optimised build, one thread\n",
+        lesson.number, lesson.title
+    );
+    let mut bare = None;
+    let mut rows = Vec::new();
+    for (name, mut svc) in contenders {
+        let timed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| time_layer(&mut svc)));
+        match timed {
+            Ok(ns) => {
+                if name == "no layer" {
+                    bare = Some(ns);
+                }
+                rows.push((name, ns));
+            }
+            Err(_) => {
+                println!("{name}: panicked (the message is above)");
+                std::process::exit(1);
+            }
+        }
+    }
+    let bare = bare.unwrap_or(0.0);
+    println!("{:<16}{:>14}{:>14}", "", "per request", "added");
+    for (name, ns) in rows {
+        println!("{name:<16}{:>14}{:>14}", format!("{ns:.0}"), format!("{:.0}", ns - bare));
+    }
+    println!("\n(each layer reads a real clock and keys by the peer address; numbers vary by a few percent.)");
+}
+
 fn main() {
+    if let Some(lesson) = versus::LAYER {
+        layers(&lesson);
+        return;
+    }
     let Some(lesson) = versus::LESSON else {
         eprintln!("no lesson to measure: run `cargo run -- bench N` from the kata's folder");
         std::process::exit(2);

@@ -1,0 +1,28 @@
+//! `cargo bench -p ratelimit-kata-bench --bench layer`: ns per request
+//! through lesson 07's reference layer and tower_governor's, on the same
+//! service, and through the service alone.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion};
+use ratelimit_kata_bench::layer;
+
+fn per_request(c: &mut Criterion) {
+    let rt = layer::runtime();
+    let mut group = c.benchmark_group("layer");
+    for (name, mut svc) in layer::contenders() {
+        assert_eq!(layer::once(&rt, &mut svc), 200, "{name} must allow");
+        group.bench_function(name, |b| b.iter(|| black_box(layer::once(&rt, &mut svc))));
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    targets = per_request
+}
+criterion_main!(benches);

@@ -1,0 +1,121 @@
+//! Lesson 07's layer on the same service as tower_governor's: what each adds
+//! to a request. Every contender is the same tiny inner service behind a
+//! layer (or none), keyed by the peer address of the request, a limit no
+//! request reaches (so all of them do the work of an allowed request), and a
+//! real clock each layer reads itself.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, Response};
+use kata::http::{KeyRule, MonotonicClock, Policy};
+use tower::util::BoxCloneService;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::lesson_06::Gcra;
+
+/// A service as every contender is measured.
+pub type Svc = BoxCloneService<Request<Body>, Response<Body>, Infallible>;
+
+/// The service behind every layer: a fixed 200.
+pub fn inner() -> impl Service<
+    Request<Body>,
+    Response = Response<Body>,
+    Error = Infallible,
+    Future = impl Send + 'static,
+> + Clone
+       + Send
+       + 'static {
+    tower::service_fn(|_req: Request<Body>| async { Ok(Response::new(Body::from("ok"))) })
+}
+
+/// One request from a client at 203.0.113.7, as axum's connection info
+/// gives it.
+pub fn request() -> Request<Body> {
+    let mut req = Request::new(Body::empty());
+    req.extensions_mut()
+        .insert(ConnectInfo(SocketAddr::from(([203, 0, 113, 7], 40_000))));
+    req
+}
+
+/// A quota no benchmark reaches: a billion per second, as a GCRA of a
+/// billion refilled every nanosecond.
+pub const QUOTA: u64 = 1_000_000_000;
+
+pub fn policy() -> Policy {
+    Policy::new("api", QUOTA, Duration::from_secs(1))
+}
+
+pub fn limiter() -> Arc<Gcra> {
+    Arc::new(Gcra::new(QUOTA, Duration::from_nanos(1)).expect("a valid configuration"))
+}
+
+pub fn bare() -> Svc {
+    BoxCloneService::new(inner())
+}
+
+/// The reference layer over lesson 06's GCRA, keyed by the peer address.
+pub fn reference() -> Svc {
+    let layer = crate::lesson_07::RateLimitLayer::new(
+        limiter(),
+        policy(),
+        KeyRule::by_address(),
+        MonotonicClock::new(),
+    )
+    .expect("a valid policy");
+    BoxCloneService::new(layer.layer(inner()))
+}
+
+/// tower_governor's layer (governor's GCRA, keyed by the peer address), with
+/// its `x-ratelimit-*` headers or without.
+pub fn tower_governor(headers: bool) -> Svc {
+    use tower_governor::governor::GovernorConfigBuilder;
+    use tower_governor::GovernorLayer;
+    let burst = u32::MAX;
+    if headers {
+        let config = GovernorConfigBuilder::default()
+            .per_nanosecond(1)
+            .burst_size(burst)
+            .use_headers()
+            .finish()
+            .expect("a valid configuration");
+        BoxCloneService::new(GovernorLayer::new(config).layer(inner()))
+    } else {
+        let config = GovernorConfigBuilder::default()
+            .per_nanosecond(1)
+            .burst_size(burst)
+            .finish()
+            .expect("a valid configuration");
+        BoxCloneService::new(GovernorLayer::new(config).layer(inner()))
+    }
+}
+
+/// Every contender, named.
+pub fn contenders() -> Vec<(&'static str, Svc)> {
+    vec![
+        ("no-layer", bare()),
+        ("07-reference-layer", reference()),
+        ("tower-governor", tower_governor(false)),
+        ("tower-governor-headers", tower_governor(true)),
+    ]
+}
+
+/// A runtime to drive services on, one thread, as the benchmarks do.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime")
+}
+
+/// One request through `svc`, to its response's status.
+pub fn once(rt: &tokio::runtime::Runtime, svc: &mut Svc) -> u16 {
+    rt.block_on(async {
+        let ready = svc.ready().await.unwrap_or_else(|e| match e {});
+        let response = ready.call(request()).await.unwrap_or_else(|e| match e {});
+        response.status().as_u16()
+    })
+}
