@@ -6,24 +6,35 @@
 //! keys the request, asks the limiter once, and either calls the inner
 //! service and adds the rate-limit headers to its response, or answers 429
 //! itself without calling it.
+//!
+//! It costs little per request: the key is written into a buffer on the
+//! stack (the limiter only borrows it), the response future is a plain enum
+//! rather than a boxed one, header names are constants, and the
+//! `RateLimit-Policy` value is rendered once and shared.
 
+use std::fmt::Write as _;
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
-use axum::body::Body;
+use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
-use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 use kata::http::{
     Clock, KeyRule, LayerError, Policy, PolicyError, MAX_API_KEY_LEN, PROBLEM_TITLE, PROBLEM_TYPE,
     UNKNOWN_CLIENT,
 };
 use kata::{Decision, RateLimiter};
 use tower::{Layer, Service};
+
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
 /// The layer: cheap to clone, every clone and every service it makes share
 /// one limiter.
@@ -40,6 +51,8 @@ struct Shared<L, C> {
     name: String,
     /// `RateLimit-Policy`, rendered once.
     policy_header: HeaderValue,
+    /// `"api";r=`: what every `RateLimit` of an allowed request starts with.
+    ratelimit_prefix: Vec<u8>,
     /// Whether a missing peer address was reported already.
     reported: AtomicBool,
 }
@@ -81,6 +94,7 @@ impl<L: RateLimiter, C: Clock> RateLimitLayer<L, C> {
             policy.quota,
             policy.window.as_secs()
         ));
+        let ratelimit_prefix = format!("{name};r=").into_bytes();
         Ok(RateLimitLayer {
             shared: Arc::new(Shared {
                 limiter,
@@ -89,6 +103,7 @@ impl<L: RateLimiter, C: Clock> RateLimitLayer<L, C> {
                 policy,
                 name,
                 policy_header,
+                ratelimit_prefix,
                 reported: AtomicBool::new(false),
             }),
         })
@@ -121,16 +136,54 @@ impl<S: Clone, L, C> Clone for RateLimit<S, L, C> {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// What `call` returns: the inner service's response to come, to which
+    /// the two headers are added once it is ready; or the 429, ready now.
+    #[project = AnswerProjection]
+    pub enum Answer<F> {
+        Allowed {
+            #[pin]
+            response: F,
+            headers: Option<(HeaderValue, HeaderValue)>,
+        },
+        Denied {
+            response: Option<Response<Body>>,
+        },
+    }
+}
+
+impl<F, E> Future for Answer<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            AnswerProjection::Allowed { response, headers } => {
+                let mut response = ready!(response.poll(cx))?;
+                let (policy, ratelimit) = headers.take().expect("polled after it was ready");
+                let headers = response.headers_mut();
+                headers.insert(RATELIMIT_POLICY, policy);
+                headers.insert(RATELIMIT, ratelimit);
+                Poll::Ready(Ok(response))
+            }
+            AnswerProjection::Denied { response } => {
+                Poll::Ready(Ok(response.take().expect("polled after it was ready")))
+            }
+        }
+    }
+}
+
 impl<S, L, C> Service<Request<Body>> for RateLimit<S, L, C>
 where
     S: Service<Request<Body>, Response = Response<Body>>,
-    S::Future: Send + 'static,
     L: RateLimiter,
     C: Clock,
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, S::Error>> + Send>>;
+    type Future = Answer<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         // Ready when the inner service is: a denied request does not need
@@ -140,49 +193,51 @@ where
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
         let shared = &self.shared;
-        let key = shared.client_key(&req);
-        match shared.limiter.check(&key, shared.clock.now()) {
+        let mut key = Text::new();
+        shared.client_key(&req, &mut key);
+        match shared.limiter.check(key.as_str(), shared.clock.now()) {
             Decision::Allowed { remaining } => {
-                let ratelimit = header_value(format!("{};r={remaining}", shared.name));
-                let policy = shared.policy_header.clone();
-                let response = self.inner.call(req);
-                Box::pin(async move {
-                    let mut response = response.await?;
-                    let headers = response.headers_mut();
-                    headers.insert("ratelimit-policy", policy);
-                    headers.insert("ratelimit", ratelimit);
-                    Ok(response)
-                })
+                let mut ratelimit = shared.ratelimit_prefix.clone();
+                let _ = std::io::Write::write_fmt(&mut ratelimit, format_args!("{remaining}"));
+                let ratelimit = HeaderValue::from_maybe_shared(Bytes::from(ratelimit))
+                    .expect("printable ASCII");
+                Answer::Allowed {
+                    response: self.inner.call(req),
+                    headers: Some((shared.policy_header.clone(), ratelimit)),
+                }
             }
-            Decision::Denied { retry_after } => {
-                let response = shared.too_many_requests(retry_after);
-                Box::pin(async move { Ok(response) })
-            }
+            Decision::Denied { retry_after } => Answer::Denied {
+                response: Some(shared.too_many_requests(retry_after)),
+            },
         }
     }
 }
 
 impl<L, C> Shared<L, C> {
-    /// `api:<key>` for one valid API key header line, else `ip:<client>`.
-    fn client_key(&self, req: &Request<Body>) -> String {
+    /// Writes `api:<key>` for one valid API key header line, else
+    /// `ip:<client>`.
+    fn client_key(&self, req: &Request<Body>, key: &mut Text) {
         if let Some(name) = &self.keys.api_key_header {
             let mut lines = req.headers().get_all(name).iter();
             if let (Some(value), None) = (lines.next(), lines.next()) {
                 let bytes = value.as_bytes();
                 let visible = bytes.iter().all(|b| (0x21..=0x7e).contains(b));
                 if visible && (1..=MAX_API_KEY_LEN).contains(&bytes.len()) {
-                    return format!("api:{}", String::from_utf8_lossy(bytes));
+                    let _ = write!(key, "api:{}", String::from_utf8_lossy(bytes));
+                    return;
                 }
             }
         }
         match req.extensions().get::<ConnectInfo<SocketAddr>>() {
-            Some(ConnectInfo(peer)) => address_key(self.client_address(req.headers(), peer.ip())),
+            Some(ConnectInfo(peer)) => {
+                address_key(self.client_address(req.headers(), peer.ip()), key)
+            }
             None => {
                 // Once per layer, whichever clone sees it first.
                 if !self.reported.swap(true, Ordering::Relaxed) {
                     self.keys.report.error(&LayerError::NoPeerAddress);
                 }
-                UNKNOWN_CLIENT.to_string()
+                let _ = key.write_str(UNKNOWN_CLIENT);
             }
         }
     }
@@ -196,7 +251,7 @@ impl<L, C> Shared<L, C> {
             return peer;
         }
         let mut entries: Vec<Option<IpAddr>> = Vec::new();
-        for line in headers.get_all("x-forwarded-for") {
+        for line in headers.get_all(X_FORWARDED_FOR) {
             match line.to_str() {
                 Ok(text) => entries.extend(
                     text.split(',')
@@ -239,12 +294,12 @@ impl<L, C> Shared<L, C> {
         let mut response = Response::new(Body::from(body.to_string()));
         *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
         let headers = response.headers_mut();
-        headers.insert("retry-after", HeaderValue::from(seconds as u64));
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds as u64));
         headers.insert(
-            "ratelimit",
+            RATELIMIT,
             header_value(format!("{};r=0;t={seconds}", self.name)),
         );
-        headers.insert("ratelimit-policy", self.policy_header.clone());
+        headers.insert(RATELIMIT_POLICY, self.policy_header.clone());
         headers.insert(
             "content-type",
             HeaderValue::from_static("application/problem+json"),
@@ -256,16 +311,68 @@ impl<L, C> Shared<L, C> {
 /// `ip:203.0.113.7`; an IPv6 client by its /64, so that one machine cannot
 /// take a fresh quota from each of its 2^64 addresses; an IPv4-mapped IPv6
 /// address as the IPv4 address it is.
-fn address_key(ip: IpAddr) -> String {
-    match ip {
+fn address_key(ip: IpAddr, key: &mut Text) {
+    let v4 = match ip {
+        IpAddr::V4(v4) => v4,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => format!("ip:{v4}"),
+            Some(v4) => v4,
             None => {
                 let prefix = Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64));
-                format!("ip:{prefix}/64")
+                let _ = write!(key, "ip:{prefix}/64");
+                return;
             }
         },
-        IpAddr::V4(v4) => format!("ip:{v4}"),
+    };
+    // What `write!(key, "ip:{v4}")` writes, digit by digit: the most common
+    // key, on every request, without the formatting machinery.
+    let _ = key.write_str("ip:");
+    for (i, octet) in v4.octets().into_iter().enumerate() {
+        if i > 0 {
+            key.push(b'.');
+        }
+        if octet >= 100 {
+            key.push(b'0' + octet / 100);
+        }
+        if octet >= 10 {
+            key.push(b'0' + octet / 10 % 10);
+        }
+        key.push(b'0' + octet % 10);
+    }
+}
+
+/// A key written on the stack (at most `api:` and 128 bytes), without a
+/// heap allocation.
+struct Text {
+    bytes: [u8; 4 + MAX_API_KEY_LEN],
+    len: usize,
+}
+
+impl Text {
+    fn new() -> Self {
+        Text {
+            bytes: [0; 4 + MAX_API_KEY_LEN],
+            len: 0,
+        }
+    }
+
+    /// One ASCII byte (there is always room for an address).
+    fn push(&mut self, byte: u8) {
+        self.bytes[self.len] = byte;
+        self.len += 1;
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).expect("only whole strings are written")
+    }
+}
+
+impl std::fmt::Write for Text {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 

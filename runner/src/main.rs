@@ -147,7 +147,11 @@ fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
     println!(
         "building {} ({}) ...",
         entry.name,
-        if reference { "the reference's layer" } else { "your layer" }
+        if reference {
+            "the reference's layer"
+        } else {
+            "your layer"
+        }
     );
     let status = std::process::Command::new(suite::cargo())
         .current_dir(root)
@@ -445,10 +449,15 @@ fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
     let which = timeline.unwrap_or_else(|| kata::checks::DEFAULT_COMPARISON.into());
     // Refused here, before building anything, with the same words as the tests.
     if entry.kind == kata_catalog::Kind::HttpLayer {
-        let named = kata::http::checks::SNAPSHOTS.iter().any(|(n, _)| *n == which);
+        let named = kata::http::checks::SNAPSHOTS
+            .iter()
+            .any(|(n, _)| *n == which);
         if !named {
             kata::http::exchange::parse(&which).map_err(|e| {
-                let names: Vec<&str> = kata::http::checks::SNAPSHOTS.iter().map(|(n, _)| *n).collect();
+                let names: Vec<&str> = kata::http::checks::SNAPSHOTS
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect();
                 Refusal(format!(
                     "{e}; name one of {} or write a timeline as a failure prints it",
                     names.join(", ")

@@ -55,15 +55,22 @@ fn layers(lesson: &ratelimit_kata_bench::LayerLesson) {
     match std::panic::catch_unwind(lesson.learner) {
         Ok(Ok(svc)) => contenders.push(("yours", svc)),
         Ok(Err(e)) => {
-            eprintln!("your RateLimitLayer::new refused the benchmark's policy ({e}): nothing to measure");
+            eprintln!(
+                "your RateLimitLayer::new refused the benchmark's policy ({e}): nothing to measure"
+            );
             std::process::exit(1);
         }
         Err(_) => {
-            eprintln!("your RateLimitLayer::new panicked (the message is above): nothing to measure");
+            eprintln!(
+                "your RateLimitLayer::new panicked (the message is above): nothing to measure"
+            );
             std::process::exit(1);
         }
     }
-    contenders.push(("reference", (lesson.reference)().expect("the reference accepts it")));
+    contenders.push((
+        "reference",
+        (lesson.reference)().expect("the reference accepts it"),
+    ));
     contenders.push(("tower_governor", layer::tower_governor(false)));
     contenders.push(("no layer", layer::bare()));
     println!(
@@ -90,7 +97,11 @@ fn layers(lesson: &ratelimit_kata_bench::LayerLesson) {
     let bare = bare.unwrap_or(0.0);
     println!("{:<16}{:>14}{:>14}", "", "per request", "added");
     for (name, ns) in rows {
-        println!("{name:<16}{:>14}{:>14}", format!("{ns:.0}"), format!("{:.0}", ns - bare));
+        println!(
+            "{name:<16}{:>14}{:>14}",
+            format!("{ns:.0}"),
+            format!("{:.0}", ns - bare)
+        );
     }
     println!("\n(each layer reads a real clock and keys by the peer address; numbers vary by a few percent.)");
 }

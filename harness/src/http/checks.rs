@@ -78,7 +78,10 @@ impl HttpLesson {
     }
 
     fn whose(&self) -> String {
-        format!("{} ({})", self.subject, self.tested().path())
+        match self.subject {
+            Subject::Learner => format!("your layer ({})", self.tested().path()),
+            other => format!("{other} ({})", self.tested().path()),
+        }
     }
 
     // ---------------------------------------------------------------- examples
@@ -234,7 +237,10 @@ impl HttpLesson {
                 .zip(&prefixes)
                 .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
                 .collect();
-            let forged = HttpTimeline { setup: t.setup.clone(), calls };
+            let forged = HttpTimeline {
+                setup: t.setup.clone(),
+                calls,
+            };
             Forged { honest: t, forged }
         });
         let outcome = run_property(ctx, "keys cannot be forged", 256, strategy, forged_keys);
@@ -247,7 +253,11 @@ impl HttpLesson {
                 smaller.honest.calls.remove(i);
                 smaller.forged.calls.remove(i);
                 let s = smaller.clone();
-                match watched(time_limit(), |_| String::new(), move || forged_keys(ctx, &s)) {
+                match watched(
+                    time_limit(),
+                    |_| String::new(),
+                    move || forged_keys(ctx, &s),
+                ) {
                     Ok(Err(m)) => (case, reason) = (smaller, m),
                     _ => i += 1,
                 }
@@ -444,7 +454,7 @@ impl HttpLesson {
         let describe = move |i: usize| describe_call(&t, i);
         match watched(time_limit(), describe, work) {
             Ok(r) => r,
-            Err(stop) => Err(format!("{}", stop.text())),
+            Err(stop) => Err(stop.text().to_string()),
         }
     }
 
@@ -492,7 +502,11 @@ fn forged_keys(ctx: Ctx, case: &Forged) -> Result<(), String> {
             // leftmost address, which the prefix changed.
             continue;
         }
-        let keys: Vec<&str> = got.answers[i].checks.iter().map(|(k, _)| k.as_str()).collect();
+        let keys: Vec<&str> = got.answers[i]
+            .checks
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .collect();
         if keys != [honest.as_str()] {
             return Err(format!(
                 "request #{} was counted under {keys:?}, but it is {honest:?} whatever its client \

@@ -14,7 +14,15 @@ use super::Policy;
 
 /// Policy names, some with the characters a structured-field string must
 /// escape.
-const NAMES: &[&str] = &["api", "per-minute", "say \"hi\"", "back\\slash", "x"];
+const NAMES: &[&str] = &[
+    "api",
+    "per-minute",
+    "say \"hi\"",
+    "back\\slash",
+    "x",
+    "a policy name longer than any buffer a layer might keep on the stack for its headers, \
+     which the contract does not bound: only printable ASCII is required of it, nothing more",
+];
 
 /// The trusted proxies of a setup.
 const TRUSTED: &[&[&str]] = &[

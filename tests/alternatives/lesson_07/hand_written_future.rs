@@ -59,7 +59,7 @@ impl<L: RateLimiter, C: Clock> RateLimitLayer<L, C> {
         } else if policy.quota == 0 {
             Some(PolicyError::ZeroQuota)
         } else if policy.window < std::time::Duration::from_secs(1)
-            || policy.window.as_nanos() % 1_000_000_000 != 0
+            || !policy.window.as_nanos().is_multiple_of(1_000_000_000)
         {
             Some(PolicyError::WindowNotWholeSeconds)
         } else {
@@ -197,7 +197,10 @@ where
                 let h = response.headers_mut();
                 h.insert("content-type", text("application/problem+json".into()));
                 h.insert("retry-after", text(seconds.to_string()));
-                h.insert("ratelimit", text(format!("{};r=0;t={seconds}", config.quoted)));
+                h.insert(
+                    "ratelimit",
+                    text(format!("{};r=0;t={seconds}", config.quoted)),
+                );
                 h.insert("ratelimit-policy", policy_header);
                 Answer::Refused(Some(response))
             }
@@ -254,7 +257,10 @@ fn walk(keys: &KeyRule, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
             return right;
         };
         for entry in text.rsplit(',') {
-            match entry.trim_matches(|c| c == ' ' || c == '\t').parse::<IpAddr>() {
+            match entry
+                .trim_matches(|c| c == ' ' || c == '\t')
+                .parse::<IpAddr>()
+            {
                 Err(_) => return right,
                 Ok(ip) if !keys.trusts(ip) => return ip,
                 Ok(ip) => right = ip,
