@@ -192,6 +192,8 @@ macro_rules! __variant {
 
             use $crate::http::drive::{AnyClock, Driven, HttpVariant, TestLimiter};
             use $crate::http::ManualClock;
+            #[allow(unused_imports)]
+            use $crate::http::drive::probe::{Fails as _, Works as _};
 
             pub const VARIANT: HttpVariant = HttpVariant {
                 file: $path,
@@ -204,6 +206,15 @@ macro_rules! __variant {
                         p.clock,
                     )?;
                     Ok(Driven::boxed(layer, p.inner))
+                },
+                // Whether the layer is a `Layer` with a usable service over a
+                // limiter that is not `Clone` (a compile-time fact, read
+                // without failing the build of the other subjects).
+                over_any_limiter: || {
+                    (&&$crate::http::drive::probe::Probe::<
+                        on_std::imp::$layer<$crate::http::drive::probe::Unclonable, ManualClock>,
+                    >::new())
+                        .works()
                 },
                 router: |router, limiter, policy, keys, clock| {
                     let layer = on_std::imp::$layer::<TestLimiter, AnyClock>::new(
@@ -483,11 +494,13 @@ macro_rules! http_tests {
         #[case::empty_name_is_checked_first("", 0, $crate::__secs!(0), Err($crate::http::PolicyError::EmptyName))]
         #[case::name_outside_printable_ascii("café", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
         #[case::control_character_in_name("a\tb", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
+        #[case::delete_character_in_name("a\x7fb", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
         #[case::zero_quota("api", 0, $crate::__secs!(1), Err($crate::http::PolicyError::ZeroQuota))]
         #[case::zero_quota_is_checked_before_the_window("api", 0, ::std::time::Duration::from_millis(1500), Err($crate::http::PolicyError::ZeroQuota))]
         #[case::zero_window("api", 1, $crate::__secs!(0), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::under_a_second("api", 1, ::std::time::Duration::from_millis(999), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::a_fraction_of_a_second_more("api", 1, ::std::time::Duration::from_millis(1500), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
+        #[case::a_nanosecond_more_than_a_second("api", 1, ::std::time::Duration::new(1, 1), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::one_second("api", 1, $crate::__secs!(1), Ok(()))]
         #[case::quotes_and_backslashes_are_escaped_not_refused("say \"hi\" \\o/", 1, $crate::__secs!(1), Ok(()))]
         #[case::largest_quota_and_window("api", u64::MAX, $crate::__secs!(u64::MAX), Ok(()))]
@@ -533,6 +546,13 @@ macro_rules! http_tests {
         #[test]
         fn reports_a_missing_peer_address_once() {
             lesson().reports_a_missing_peer_address_once();
+        }
+
+        /// The layer builds and serves over limiters that are not `Clone`,
+        /// as none of lessons 02–06 is.
+        #[test]
+        fn compiles_over_any_limiter() {
+            lesson().compiles_over_any_limiter();
         }
 
         /// A real axum server on 127.0.0.1:0 and a real HTTP client.

@@ -15,7 +15,8 @@ pub enum Kind {
     Loom,
     /// A real server on a loopback port and a real client (lesson 07 on).
     EndToEnd,
-    /// A source check (`uses_only_…`): what the file may use; not behavioural.
+    /// A source check (`uses_only_…`, `compiles_…`): what the file may use
+    /// and how its types are bounded; not behavioural.
     Source,
 }
 
@@ -31,7 +32,7 @@ impl Kind {
             Kind::Loom
         } else if test.starts_with("end_to_end") {
             Kind::EndToEnd
-        } else if test.starts_with("uses_only_") {
+        } else if test.starts_with("uses_only_") || test.starts_with("compiles_") {
             Kind::Source
         } else {
             Kind::Property
@@ -189,6 +190,7 @@ mod tests {
         assert_eq!(Kind::of("timeline_two_keys"), Kind::Snapshot);
         assert_eq!(Kind::of("loom_new_key"), Kind::Loom);
         assert_eq!(Kind::of("end_to_end_over_loopback"), Kind::EndToEnd);
+        assert_eq!(Kind::of("compiles_over_any_limiter"), Kind::Source);
         assert_eq!(Kind::of("keeps_the_limit"), Kind::Property);
         assert!(!Kind::of("uses_only_the_sync_facade").behavioural());
     }

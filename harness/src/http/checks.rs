@@ -162,7 +162,7 @@ impl HttpLesson {
     /// Every pair of a name, a quota and a window from the edges of each
     /// fault, judged by the contract's order of checks.
     pub fn policy_grid(&self) {
-        let names = ["", "é", "tab\there", "api", "say \"hi\"", " "];
+        let names = ["", "é", "tab\there", "del\x7f", "api", "say \"hi\"", " "];
         let quotas = [0, 1, u64::MAX];
         let windows = [
             Duration::ZERO,
@@ -170,6 +170,7 @@ impl HttpLesson {
             Duration::from_millis(999),
             Duration::from_secs(1),
             Duration::from_millis(1_500),
+            Duration::new(1, 1),
             Duration::from_secs(60),
             Duration::from_secs(u64::MAX),
         ];
@@ -325,10 +326,26 @@ impl HttpLesson {
                     t.calls.len()
                 ));
             }
-            judge(ctx.algorithm, &t, &got)
+            judge(ctx.algorithm, &t, &got)?;
+            reported_once_at_once(ctx)
         });
         if let Err(e) = outcome {
             panic!("{}: {e}", self.whose());
+        }
+    }
+
+    /// The layer must serve over any limiter: checked at compile time
+    /// against one that is not `Clone`, as none of lessons 02–06 is.
+    pub fn compiles_over_any_limiter(&self) {
+        if !(self.tested().over_any_limiter)() {
+            panic!(
+                "{}: `RateLimitLayer<L, C>` over a limiter that is not `Clone` is not a tower \
+                 `Layer` whose service is `Clone + Send + Sync` (what axum's `Router::layer` \
+                 needs). None of the limiters of lessons 02–06 is `Clone`: a bound like \
+                 `L: Clone`, often added by `#[derive(Clone)]` on a generic struct, makes the \
+                 layer unusable with all of them. Write `Clone` by hand, cloning the `Arc`.",
+                self.whose()
+            );
         }
     }
 
@@ -539,6 +556,85 @@ pub const SNAPSHOTS: &[(&str, &str)] = &[
         "name=\"per \\\"key\\\"\" q=1 w=10 api=x-api-key: @0s from 2001:db8:1:2::1 key \"k1\"; @0s from 2001:db8:1:2::1; @0s from 2001:db8:1:2::ffff; @0s from 2001:db8:1:3::1; @0s from ::ffff:192.0.2.1; @0s from 192.0.2.1 key \"k 1\"",
     ),
 ];
+
+/// Four requests without a peer address through four clones on four
+/// threads at once: one report. The report blocks until the other requests
+/// are answered (two seconds at most), so a layer that checks its flag,
+/// reports, and only then sets it lets every other request report too,
+/// every time.
+fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
+    use std::sync::{Barrier, Condvar, Mutex};
+    use std::time::Instant;
+    const THREADS: usize = 4;
+    // (reports, requests answered)
+    let state = Arc::new((Mutex::new((0usize, 0usize)), Condvar::new()));
+    let sink = state.clone();
+    let report = super::Report::from_fn(move |_| {
+        let (lock, answered) = &*sink;
+        let mut counts = lock.lock().unwrap_or_else(|p| p.into_inner());
+        counts.0 += 1;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while counts.1 < THREADS - 1 {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            counts = answered
+                .wait_timeout(counts, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    });
+    let policy = Policy::new("api", 100, Duration::from_secs(10));
+    let parts = super::drive::Parts {
+        limiter: super::drive::TestLimiter::new(ctx.algorithm, &policy),
+        policy,
+        keys: super::KeyRule::by_address().reporting_to(report),
+        clock: super::ManualClock::default(),
+        inner: super::drive::Echo::default(),
+    };
+    let mut layered = (ctx.tested.build)(parts)
+        .map_err(|e| format!("RateLimitLayer::new refused a valid policy: {e:?}"))?;
+    let services: Vec<super::drive::Svc> = (0..THREADS)
+        .map(|_| layered.service(exchange::Via::Clone).clone())
+        .collect();
+    let start = Barrier::new(THREADS);
+    let no_peer = Call {
+        peer: None,
+        ..Call::from(0, "192.0.2.1")
+    };
+    std::thread::scope(|scope| {
+        for (i, mut svc) in services.into_iter().enumerate() {
+            let (start, state, no_peer) = (&start, &state, &no_peer);
+            scope.spawn(move || {
+                use tower::{Service, ServiceExt};
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .expect("a runtime");
+                start.wait();
+                let req = super::drive::request(no_peer, None, i);
+                let _ = runtime.block_on(async {
+                    let ready = svc.ready().await.unwrap_or_else(|e| match e {});
+                    ready.call(req).await
+                });
+                let (lock, answered) = &**state;
+                lock.lock().unwrap_or_else(|p| p.into_inner()).1 += 1;
+                answered.notify_all();
+            });
+        }
+    });
+    let reports = state.0.lock().unwrap_or_else(|p| p.into_inner()).0;
+    if reports != 1 {
+        return Err(format!(
+            "{THREADS} requests without a peer address, through {THREADS} clones on {THREADS} \
+             threads at once, were reported {reports} times; the contract reports once. Check \
+             and set the \"reported\" flag in one step (`AtomicBool::swap`), before reporting: \
+             a load, then the report, then a store lets every request that comes in between \
+             report too."
+        ));
+    }
+    Ok(())
+}
 
 /// What the contract answers to each request: the key and the answer.
 pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(String, Expected)> {

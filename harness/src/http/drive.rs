@@ -72,13 +72,24 @@ impl RateLimiter for TestLimiter {
     }
 }
 
-/// The service behind the layer: answers 200 with a header and a body of
-/// its own, and records which request it was called for. A call that no
-/// `poll_ready` of the same service instance came before is recorded too.
-#[derive(Clone, Default)]
+/// The service behind the layer: answers 200 with headers and a body of
+/// its own (among them rate-limit headers of its own, which the layer must
+/// replace), and records which request it was called for. A call that no
+/// `poll_ready` of the same service instance came before is recorded too:
+/// a clone is not ready until it is polled.
+#[derive(Default)]
 pub struct Echo {
     ready: bool,
     log: Arc<Mutex<EchoLog>>,
+}
+
+impl Clone for Echo {
+    fn clone(&self) -> Self {
+        Echo {
+            ready: false,
+            log: self.log.clone(),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -127,6 +138,8 @@ impl Service<Request<Body>> for Echo {
             .status(200)
             .header("content-type", "text/plain")
             .header("x-inner", "called")
+            .header("ratelimit", "\"inner\";r=99")
+            .header("ratelimit-policy", "\"inner\";q=99;w=99")
             .body(Body::from("hello from the inner service\n"))
             .expect("a valid response");
         std::future::ready(Ok(response))
@@ -189,6 +202,8 @@ pub struct HttpVariant {
     pub source: &'static str,
     pub build: BuildLayer,
     pub router: BuildRouter,
+    /// Whether the layer is usable over a limiter that is not `Clone`.
+    pub over_any_limiter: fn() -> bool,
 }
 
 impl HttpVariant {
@@ -258,6 +273,12 @@ pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<B
         headers.append(
             "x-forwarded-for",
             HeaderValue::from_bytes(line).expect("generated lines are valid header values"),
+        );
+    }
+    for (name, value) in &call.other {
+        headers.append(
+            axum::http::HeaderName::from_bytes(name.as_bytes()).expect("a valid header name"),
+            HeaderValue::from_str(value).expect("a valid header value"),
         );
     }
     if let Some(name) = api_key_header {
@@ -358,4 +379,69 @@ pub fn run(
         reported: reported.all(),
         unready_calls,
     })
+}
+
+/// Whether a layer type can wrap a service over a limiter that is not
+/// `Clone`, found at compile time without failing the build: method
+/// resolution picks [`probe::Works`] where the bounds hold (autoref-based
+/// specialisation) and [`probe::Fails`] elsewhere.
+pub mod probe {
+    use std::convert::Infallible;
+    use std::marker::PhantomData;
+
+    use axum::body::Body;
+    use axum::http::{Request, Response};
+    use tower::{Layer, Service};
+
+    use super::Echo;
+    use crate::decision::{Decision, RateLimiter};
+    use crate::time::Timestamp;
+
+    /// A limiter that is not `Clone`, as none of lessons 02–06 is.
+    pub struct Unclonable;
+
+    impl RateLimiter for Unclonable {
+        fn check(&self, _: &str, _: Timestamp) -> Decision {
+            Decision::Allowed { remaining: 0 }
+        }
+    }
+
+    pub struct Probe<T>(PhantomData<T>);
+
+    impl<T> Probe<T> {
+        pub fn new() -> Self {
+            Probe(PhantomData)
+        }
+    }
+
+    impl<T> Default for Probe<T> {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    pub trait Works {
+        fn works(&self) -> bool {
+            true
+        }
+    }
+
+    impl<T> Works for &Probe<T>
+    where
+        T: Layer<Echo> + Clone + Send + Sync + 'static,
+        T::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+    {
+    }
+
+    pub trait Fails {
+        fn works(&self) -> bool {
+            false
+        }
+    }
+
+    impl<T> Fails for Probe<T> {}
 }

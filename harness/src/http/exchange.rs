@@ -56,6 +56,9 @@ pub struct Call {
     pub forwarded: Vec<Vec<u8>>,
     /// Lines of the API key header, as bytes.
     pub api_keys: Vec<Vec<u8>>,
+    /// Other headers a client sent (`X-Real-IP`, `Forwarded`, …), which
+    /// the contract never reads.
+    pub other: Vec<(String, String)>,
     pub via: Via,
 }
 
@@ -66,6 +69,7 @@ impl Call {
             peer: Some(peer.parse().expect("an address")),
             forwarded: Vec::new(),
             api_keys: Vec::new(),
+            other: Vec::new(),
             via: Via::Clone,
         }
     }
@@ -142,6 +146,13 @@ impl fmt::Debug for Call {
         for line in &self.api_keys {
             write!(f, " key {}", quoted(line))?;
         }
+        for (name, value) in &self.other {
+            write!(
+                f,
+                " header {}",
+                quoted(format!("{name}: {value}").as_bytes())
+            )?;
+        }
         match self.via {
             Via::Same => f.write_str(" via same"),
             Via::Clone => Ok(()),
@@ -162,9 +173,9 @@ impl fmt::Debug for HttpTimeline {
 
 /// Reads a timeline back from its notation.
 pub fn parse(text: &str) -> Result<HttpTimeline, String> {
-    let (setup, calls) = text
-        .split_once(':')
-        .ok_or("an HTTP timeline is `SETUP: CALL; CALL; …` (a colon after the setup)")?;
+    let (setup, calls) = split_setup(text).ok_or(
+        "an HTTP timeline is `SETUP: CALL; CALL; …` (a colon and a space after the setup)",
+    )?;
     let setup = parse_setup(setup)?;
     let mut parsed = Vec::new();
     for (i, c) in split_outside_quotes(calls, ';').iter().enumerate() {
@@ -177,6 +188,27 @@ pub fn parse(text: &str) -> Result<HttpTimeline, String> {
         setup,
         calls: parsed,
     })
+}
+
+/// Splits at the first colon outside quotes that ends a word (IPv6
+/// addresses in `trust=` have colons inside words).
+fn split_setup(text: &str) -> Option<(&str, &str)> {
+    let (mut in_quotes, mut escaped) = (false, false);
+    for (i, c) in text.char_indices() {
+        if escaped {
+            escaped = false;
+        } else if c == '\\' && in_quotes {
+            escaped = true;
+        } else if c == '"' {
+            in_quotes = !in_quotes;
+        } else if c == ':' && !in_quotes {
+            let rest = &text[i + 1..];
+            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
+                return Some((&text[..i], rest));
+            }
+        }
+    }
+    None
 }
 
 pub fn parse_setup(text: &str) -> Result<Setup, String> {
@@ -230,6 +262,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
         peer,
         forwarded: Vec::new(),
         api_keys: Vec::new(),
+        other: Vec::new(),
         via: Via::Clone,
     };
     while let Some(w) = it.next() {
@@ -237,6 +270,13 @@ fn parse_call(text: &str) -> Result<Call, String> {
         match w.as_str() {
             "xff" => call.forwarded.push(unquote(value)?),
             "key" => call.api_keys.push(unquote(value)?),
+            "header" => {
+                let line = String::from_utf8(unquote(value)?).map_err(|_| "a header line is text")?;
+                let (name, value) = line
+                    .split_once(": ")
+                    .ok_or_else(|| format!("header {line:?}: `\"Name: value\"`"))?;
+                call.other.push((name.to_ascii_lowercase(), value.to_string()));
+            }
             "via" => {
                 call.via = match value.as_str() {
                     "same" => Via::Same,
@@ -247,7 +287,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
             }
             _ => {
                 return Err(format!(
-                    "{w:?}: after the address come `xff \"…\"`, `key \"…\"`, `via …`"
+                    "{w:?}: after the address come `xff \"…\"`, `key \"…\"`, `header \"Name: value\"`, `via …`"
                 ))
             }
         }
@@ -446,7 +486,7 @@ mod tests {
 
     #[test]
     fn notation_round_trips() {
-        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k"; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
+        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k" header "x-real-ip: 9.9.9.9"; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
         let t = parse(text).unwrap();
         assert_eq!(t.calls.len(), 3);
         assert_eq!(t.calls[0].forwarded[1], vec![0xff, b';']);
@@ -457,5 +497,9 @@ mod tests {
         assert_eq!(parse_time("1_000ns"), Ok(1_000));
         assert!(parse_time("1.5").is_err());
         assert!(parse("q=1: @0s").unwrap_err().contains("from"));
+        let colon = parse(r#"name="a: b" trust=::1,2001:db8::/32: @0s from ::1"#).unwrap();
+        assert_eq!(colon.setup.policy.name, "a: b");
+        assert_eq!(colon.setup.trusted.len(), 2);
+        assert_eq!(colon.calls[0].peer, Some("::1".parse().unwrap()));
     }
 }

@@ -33,10 +33,14 @@ const TRUSTED: &[&[&str]] = &[
 ];
 
 /// Clients' own addresses: two in one IPv6 /64, one in another, one IPv4
-/// with its IPv4-mapped twin, and an address inside the trusted range.
+/// with its IPv4-mapped twin and its IPv4-compatible look-alike (an IPv6
+/// address, not IPv4), IPv6 loopback, and an address inside the trusted
+/// range.
 const CLIENTS: &[&str] = &[
     "203.0.113.7",
     "::ffff:203.0.113.7",
+    "::203.0.113.7",
+    "::1",
     "198.51.100.1",
     "2001:db8:1:2::10",
     "2001:db8:1:2:ffff:ffff:ffff:ffff",
@@ -93,7 +97,8 @@ fn forged() -> impl Strategy<Value = String> {
 /// `X-Forwarded-For` as a chain of proxies writes it: what the client sent
 /// (forged entries), the client's address, the proxies before the last,
 /// sometimes a malformed entry, split over one or two lines, with spaces or
-/// tabs around the commas; now and then a line that is not text.
+/// tabs around the commas; now and then a line that is not text (with
+/// addresses around the bytes that make it so), at any position.
 fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
     (
         prop::collection::vec(forged(), 0..3),
@@ -102,7 +107,14 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
         prop::option::weighted(0.15, (prop::sample::select(MALFORMED), 0usize..4)),
         0usize..4,
         prop::sample::select(&[", ", ",", " ,\t"][..]),
-        prop::option::weighted(0.05, Just(vec![0xffu8, b'1'])),
+        prop::option::weighted(
+            0.08,
+            (
+                prop::sample::select(CLIENTS),
+                prop::sample::select(PROXIES),
+                0usize..3,
+            ),
+        ),
     )
         .prop_map(
             |(forged, client, proxies, malformed, split, comma, binary)| {
@@ -118,8 +130,11 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
                     .filter(|part| !part.is_empty())
                     .map(|part| part.join(comma).into_bytes())
                     .collect();
-                if let Some(b) = binary {
-                    lines.insert(0, b);
+                if let Some((left, right, at)) = binary {
+                    let mut line = format!("{left}, ").into_bytes();
+                    line.extend_from_slice(&[0xff, 0xfe]);
+                    line.extend_from_slice(format!(", {right}").as_bytes());
+                    lines.insert(at.min(lines.len()), line);
                 }
                 lines
             },
@@ -132,11 +147,39 @@ fn api_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop_oneof![
         4 => Just(vec![]),
         3 => prop::sample::select(&["k1", "k2", "K1", "a-very_long.key~!"][..]).prop_map(|k| vec![k.as_bytes().to_vec()]),
-        1 => Just(vec![b"k 1".to_vec()]),
+        1 => prop::sample::select(&["k 1", "", " k1", "k1\t", "k1 "][..])
+            .prop_map(|k| vec![k.as_bytes().to_vec()]),
         1 => (127usize..=129).prop_map(|n| vec![vec![b'k'; n]]),
         1 => Just(vec![vec![b'k', 0xe9]]),
         1 => Just(vec![b"k1".to_vec(), b"k2".to_vec()]),
     ]
+}
+
+/// Headers that name a client in other ways, which the contract never
+/// reads: a layer that believes one lets the client choose its key.
+fn other_headers() -> impl Strategy<Value = Vec<(String, String)>> {
+    let named = (
+        prop::sample::select(
+            &[
+                "x-real-ip",
+                "x-client-ip",
+                "true-client-ip",
+                "cf-connecting-ip",
+                "forwarded",
+            ][..],
+        ),
+        any::<u32>(),
+    )
+        .prop_map(|(name, n)| {
+            let ip = Ipv4Addr::from(n);
+            let value = if name == "forwarded" {
+                format!("for={ip}")
+            } else {
+                ip.to_string()
+            };
+            (name.to_string(), value)
+        });
+    prop::collection::vec(named, 0..2)
 }
 
 fn call() -> impl Strategy<Value = (u64, Call)> {
@@ -150,9 +193,10 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
         peer,
         prop::option::weighted(0.6, forwarded()),
         api_keys(),
+        prop::option::weighted(0.2, other_headers()),
         prop::sample::select(&[Via::Same, Via::Clone, Via::Clone, Via::Layer][..]),
     )
-        .prop_map(|(step, peer, forwarded, api_keys, via)| {
+        .prop_map(|(step, peer, forwarded, api_keys, other, via)| {
             (
                 step,
                 Call {
@@ -160,6 +204,7 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
                     peer,
                     forwarded: forwarded.unwrap_or_default(),
                     api_keys,
+                    other: other.unwrap_or_default(),
                     via,
                 },
             )
@@ -226,4 +271,42 @@ pub fn forge(call: &Call, own_line: bool, forged: &[String]) -> Call {
         _ => c.forwarded.insert(0, prefix.into_bytes()),
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+    /// Every generated timeline reads back from the notation failures print,
+    /// so that every replay command replays it.
+    #[test]
+    fn generated_timelines_round_trip() {
+        let config = Config {
+            cases: 300,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let mut runner =
+            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+        runner
+            .run(&with_forged_prefixes(12), |(t, prefixes)| {
+                let forged = HttpTimeline {
+                    setup: t.setup.clone(),
+                    calls: t
+                        .calls
+                        .iter()
+                        .zip(&prefixes)
+                        .map(|(c, (own, f))| forge(c, *own, f))
+                        .collect(),
+                };
+                for t in [t, forged] {
+                    let text = format!("{t:?}");
+                    let back = super::super::exchange::parse(&text);
+                    prop_assert_eq!(back.as_ref().ok(), Some(&t), "{} {:?}", text, back);
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 }

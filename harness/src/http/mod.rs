@@ -362,6 +362,13 @@ impl Report {
         }
     }
 
+    /// Calls `sink` with each report.
+    pub fn from_fn(sink: impl Fn(&LayerError) + Send + Sync + 'static) -> Self {
+        Report {
+            sink: Arc::new(sink),
+        }
+    }
+
     /// Keeps every report, for a test to count.
     pub fn collect() -> (Self, Reported) {
         let kept = Reported::default();
