@@ -33,24 +33,9 @@ fn main() {
             "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
         ),
         Some(l) if l.kind == kata_catalog::Kind::HttpLayer => {
-            let root = kata.to_string_lossy().replace('\\', "/");
             code.push_str("/// Not a limiter: see `LAYER`.\npub const LESSON: Option<Lesson> = None;\n");
-            for (module, file) in [
-                ("learner", l.learner_file()),
-                ("reference", l.reference_file()),
-            ] {
-                let _ = writeln!(
-                    code,
-                    "pub mod {module} {{
-    #[allow(unused_imports)]
-    pub mod sync {{
-        pub use crate::sync::*;
-    }}
-    #[path = {path:?}]
-    #[allow(dead_code)]
-    pub mod imp;
-
-    pub fn build() -> Result<crate::layer::Svc, kata::http::PolicyError> {{
+            let body = format!(
+                "pub fn build() -> Result<crate::layer::Svc, kata::http::PolicyError> {{
         use crate::layer;
         let layer = imp::{ty}::new(
             layer::limiter(),
@@ -59,12 +44,10 @@ fn main() {
             kata::http::MonotonicClock::new(),
         )?;
         Ok(tower::util::BoxCloneService::new(tower::Layer::layer(&layer, layer::inner())))
-    }}
-}}",
-                    path = format!("{root}/{file}"),
-                    ty = l.type_name,
-                );
-            }
+    }}",
+                ty = l.type_name
+            );
+            learner_and_reference(&mut code, &kata, &l, &body);
             let _ = writeln!(
                 code,
                 "pub const LAYER: Option<LayerLesson> = Some(LayerLesson {{ number: {}, title: {:?}, learner: learner::build, reference: reference::build }});",
@@ -72,36 +55,18 @@ fn main() {
             );
         }
         Some(l) => {
-            let root = kata.to_string_lossy().replace('\\', "/");
             // How one decision is asked of the learner's type: lesson 01's
             // `check(&mut self)` behind a lock, `RateLimiter::check` as is.
-            let (holder, access) = match l.kind {
+            let (holder, access, wrap) = match l.kind {
                 kata_catalog::Kind::Limiter => (
                     format!("std::sync::Mutex<imp::{}>", l.type_name),
                     "self.0.lock().unwrap_or_else(|e| e.into_inner())",
+                    "Driven(std::sync::Mutex::new(l))",
                 ),
-                _ => (format!("imp::{}", l.type_name), "self.0"),
+                _ => (format!("imp::{}", l.type_name), "self.0", "Driven(l)"),
             };
-            let wrap = match l.kind {
-                kata_catalog::Kind::Limiter => "Driven(std::sync::Mutex::new(l))",
-                _ => "Driven(l)",
-            };
-            for (module, file) in [
-                ("learner", l.learner_file()),
-                ("reference", l.reference_file()),
-            ] {
-                let _ = writeln!(
-                    code,
-                    "pub mod {module} {{
-    #[allow(unused_imports)]
-    pub mod sync {{
-        pub use crate::sync::*;
-    }}
-    #[path = {path:?}]
-    #[allow(dead_code)]
-    pub mod imp;
-
-    pub struct Driven({holder});
+            let body = format!(
+                "pub struct Driven({holder});
 
     impl crate::Contender for Driven {{
         fn decide(&self, key: &String, now: u64) -> bool {{
@@ -113,12 +78,10 @@ fn main() {
 
     pub fn build(limit: u64, period: std::time::Duration) -> Result<Box<dyn crate::Contender>, kata::ConfigError> {{
         imp::{ty}::new(limit, period).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
-    }}
-}}",
-                    path = format!("{root}/{file}"),
-                    ty = l.type_name,
-                );
-            }
+    }}",
+                ty = l.type_name
+            );
+            learner_and_reference(&mut code, &kata, &l, &body);
             code.push_str("/// Not a layer.\npub const LAYER: Option<LayerLesson> = None;\n");
             let _ = writeln!(
                 code,
@@ -132,5 +95,36 @@ fn main() {
     }
     if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
         std::fs::write(&out, code).expect("OUT_DIR is writable");
+    }
+}
+
+/// Modules `learner` and `reference`, each the lesson's file compiled as
+/// `imp` (over std's primitives) followed by `body`.
+fn learner_and_reference(
+    code: &mut String,
+    kata: &std::path::Path,
+    lesson: &kata_catalog::Lesson,
+    body: &str,
+) {
+    let root = kata.to_string_lossy().replace('\\', "/");
+    for (module, file) in [
+        ("learner", lesson.learner_file()),
+        ("reference", lesson.reference_file()),
+    ] {
+        let _ = writeln!(
+            code,
+            "pub mod {module} {{
+    #[allow(unused_imports)]
+    pub mod sync {{
+        pub use crate::sync::*;
+    }}
+    #[path = {path:?}]
+    #[allow(dead_code)]
+    pub mod imp;
+
+    {body}
+}}",
+            path = format!("{root}/{file}"),
+        );
     }
 }

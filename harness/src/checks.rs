@@ -704,41 +704,25 @@ impl Lesson {
         check: fn(Ctx, &Timeline) -> Result<(), String>,
     ) {
         let ctx = self.ctx();
-        let config = PropConfig {
-            cases,
-            failure_persistence: None,
-            // Each step of a long timeline replays thousands of requests.
-            max_shrink_iters: if shape == Shape::Long { 16 } else { 4096 },
-            ..PropConfig::default()
-        };
-        let mut runner =
-            TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-        let hung = Arc::new(AtomicBool::new(false));
+        // Each step of a long timeline replays thousands of requests.
+        let shrink = if shape == Shape::Long { 16 } else { 4096 };
         let strategy = timelines(self.algorithm, shape);
-        let result = runner.run(&strategy, |timeline| {
-            if hung.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            let t = timeline.clone();
-            let describe = |i: usize| nth_request(&timeline, i);
-            match watched(time_limit(), describe, move || check(ctx, &t)) {
-                Ok(Ok(())) => Ok(()),
-                Ok(Err(message)) => Err(TestCaseError::fail(message)),
-                Err(Stop::Panicked(message)) => {
-                    Err(TestCaseError::fail(format!("{} {message}", ctx.subject)))
-                }
-                Err(Stop::Hung(message)) => {
-                    hung.store(true, Ordering::Relaxed);
-                    Err(TestCaseError::fail(format!("{} {message}", ctx.subject)))
-                }
-            }
-        });
+        let result = run_cases(
+            ctx.subject,
+            cases,
+            shrink,
+            &strategy,
+            nth_request,
+            move |t| check(ctx, t),
+        );
+        let hung = result.as_ref().err().is_some_and(|f| f.hung);
         let result = match result {
-            Err(TestError::Fail(reason, timeline)) if !hung.load(Ordering::Relaxed) => {
-                let (reason, timeline) = minimize(ctx, check, reason.to_string(), timeline);
+            Err(failed) if !failed.hung => {
+                let (reason, timeline) = minimize(ctx, check, failed.reason, failed.value);
                 Err(TestError::Fail(reason.into(), timeline))
             }
-            other => other,
+            Err(failed) => Err(TestError::Fail(failed.reason.into(), failed.value)),
+            Ok(()) => Ok(()),
         };
         match result {
             Ok(()) => {}
@@ -747,7 +731,7 @@ impl Lesson {
                 self.number,
                 self.title,
                 self.whose(),
-                if hung.load(Ordering::Relaxed) {
+                if hung {
                     "timeline (not shrunk: it hung, and a hang is not run again)"
                 } else {
                     "minimal timeline"
@@ -798,6 +782,65 @@ impl Lesson {
         if let Err(e) = crate::scenarios::explore(self.algorithm, build, scenario) {
             panic!("{} ({}): {e}", self.subject(), v.path());
         }
+    }
+}
+
+/// A failing case of a property: its message, the value, and whether it
+/// hung (then it was neither shrunk nor run again).
+pub struct Failed<T> {
+    pub reason: String,
+    pub value: T,
+    pub hung: bool,
+}
+
+/// Runs one property: `cases` values of `strategy` drawn with a fixed seed
+/// (deterministic runs), each checked on a watched thread, shrunk by
+/// proptest at most `max_shrink_iters` times. A case that hangs is reported
+/// at once: later cases pass untried, so shrinking stops at the value that
+/// hung instead of hanging again. `describe(value, i)` names the `i`th
+/// request of a value, for a hang's message.
+pub fn run_cases<T: std::fmt::Debug + Clone + Send + 'static>(
+    subject: Subject,
+    cases: u32,
+    max_shrink_iters: u32,
+    strategy: &impl proptest::strategy::Strategy<Value = T>,
+    describe: fn(&T, usize) -> String,
+    check: impl Fn(&T) -> Result<(), String> + Clone + Send + 'static,
+) -> Result<(), Failed<T>> {
+    let config = PropConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters,
+        ..PropConfig::default()
+    };
+    let mut runner =
+        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+    let hung = Arc::new(AtomicBool::new(false));
+    let result = runner.run(strategy, |value| {
+        if hung.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let (v, check) = (value.clone(), check.clone());
+        match watched(time_limit(), |i| describe(&value, i), move || check(&v)) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(message)) => Err(TestCaseError::fail(message)),
+            Err(Stop::Panicked(message)) => {
+                Err(TestCaseError::fail(format!("{subject} {message}")))
+            }
+            Err(Stop::Hung(message)) => {
+                hung.store(true, Ordering::Relaxed);
+                Err(TestCaseError::fail(format!("{subject} {message}")))
+            }
+        }
+    });
+    match result {
+        Ok(()) => Ok(()),
+        Err(TestError::Fail(reason, value)) => Err(Failed {
+            reason: reason.to_string(),
+            value,
+            hung: hung.load(Ordering::Relaxed),
+        }),
+        Err(TestError::Abort(reason)) => panic!("a property could not run: {reason}"),
     }
 }
 
@@ -964,7 +1007,7 @@ fn run_on_threads(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>
 
 /// `request #3 check("a", 999ns)`: the `i`th request, for hang reports. A probe
 /// replays the timeline and adds requests of its own past its end.
-fn nth_request(timeline: &Timeline, i: usize) -> String {
+pub fn nth_request(timeline: &Timeline, i: usize) -> String {
     timeline
         .requests
         .get(i)

@@ -12,6 +12,7 @@
 //! |---|---|---|
 //! | `limiter` | `new(limit, period)`, `check(&mut self, key, now)` | [`Drive`] on one thread |
 //! | `shared-limiter` | `new(limit, period)`, `impl RateLimiter` | [`Drive`], and [`BuildShared`] for the loom scenarios |
+//! | `http-layer` | a tower `Layer` over a limiter | [`crate::http::drive`]: HTTP timelines, answered with statuses, headers and bodies |
 //!
 //! A new kind adds a driver: an arm of [`crate::__variant!`] that compiles
 //! the learner's file and wraps its type in something that implements

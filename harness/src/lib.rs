@@ -18,12 +18,14 @@
 //! - [`checks`], [`scenarios`]: the generic checks and the loom scenarios;
 //! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
 //!   tested, what its source may use, how its panics and hangs become
-//!   readable failures, and file names as learners see them.
+//!   readable failures, and file names as learners see them;
+//! - [`http`]: the `http-layer` kind of lesson 07, whose subject is a tower
+//!   layer: its contract types, model, timelines, driver and checks.
 //!
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
 //! models, then rendering, generators, drivers and scenarios, then the
-//! checks.
+//! checks; [`http`] builds on all of them and nothing depends on it.
 
 pub mod checks;
 pub mod decision;
@@ -561,25 +563,12 @@ macro_rules! http_tests {
             lesson().end_to_end_over_loopback();
         }
 
-        #[test]
-        fn timeline_first_look() {
-            lesson().snapshot("first_look", $crate::http::checks::SNAPSHOTS[0].1);
-        }
-
-        #[test]
-        fn timeline_retry_after_rounds_up() {
-            lesson().snapshot("retry_after_rounds_up", $crate::http::checks::SNAPSHOTS[1].1);
-        }
-
-        #[test]
-        fn timeline_behind_a_proxy() {
-            lesson().snapshot("behind_a_proxy", $crate::http::checks::SNAPSHOTS[2].1);
-        }
-
-        #[test]
-        fn timeline_api_keys_and_ipv6() {
-            lesson().snapshot("api_keys_and_ipv6", $crate::http::checks::SNAPSHOTS[3].1);
-        }
+        $crate::__named_snapshots!(
+            timeline_first_look: "first_look",
+            timeline_retry_after_rounds_up: "retry_after_rounds_up",
+            timeline_behind_a_proxy: "behind_a_proxy",
+            timeline_api_keys_and_ipv6: "api_keys_and_ipv6",
+        );
 
         /// Run by `cargo run -- compare 7 [TIMELINE]` (it sets `KATA_COMPARE`).
         #[test]
@@ -604,5 +593,19 @@ macro_rules! http_tests {
 macro_rules! __secs {
     ($n:expr) => {
         ::std::time::Duration::from_secs($n)
+    };
+}
+
+/// One test per named exchange of [`http::checks::SNAPSHOTS`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __named_snapshots {
+    ($($test:ident: $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                lesson().named_snapshot($name);
+            }
+        )*
     };
 }

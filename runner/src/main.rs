@@ -129,11 +129,7 @@ fn bench(root: &Path, entry: &Entry) -> Done {
         .env("RUST_BACKTRACE", "0")
         .status()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
-    Ok(if status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    Ok(exit_code(status))
 }
 
 /// `cargo run -- serve`: the lesson 07 test binary's demo server, in the
@@ -162,11 +158,16 @@ fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
         .env("RUST_BACKTRACE", "0")
         .status()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
-    Ok(if status.success() {
+    Ok(exit_code(status))
+}
+
+/// A child's success or failure as the runner's own.
+fn exit_code(status: std::process::ExitStatus) -> ExitCode {
+    if status.success() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    })
+    }
 }
 
 /// The class view, for instructors.

@@ -1,13 +1,9 @@
 //! Lesson 07's checks, written once: the `http-layer` kind's suite.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::strategy::Strategy;
-use proptest::test_runner::{
-    Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
-};
 
 use super::drive::{run, HttpVariant, Run};
 use super::exchange::{self, nanos, transcript, Call, HttpTimeline, Observed};
@@ -244,7 +240,7 @@ impl HttpLesson {
             };
             Forged { honest: t, forged }
         });
-        let outcome = run_property(ctx, "keys cannot be forged", 256, strategy, forged_keys);
+        let outcome = run_property(ctx, 256, strategy, forged_keys);
         if let Err((reason, case)) = outcome {
             // Drop requests while the check still fails.
             let (mut reason, mut case) = (reason, case);
@@ -350,6 +346,15 @@ impl HttpLesson {
     }
 
     // --------------------------------------------------------------- snapshots
+
+    /// One of [`SNAPSHOTS`], drawn and compared with its snapshot.
+    pub fn named_snapshot(&self, name: &str) {
+        let (_, timeline) = SNAPSHOTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("no exchange is named {name:?}"));
+        self.snapshot(name, timeline);
+    }
 
     /// A named exchange, drawn as a transcript and compared with its
     /// snapshot, which must be the model's and the reference's.
@@ -483,7 +488,7 @@ impl HttpLesson {
         check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
     ) {
         let ctx = self.ctx();
-        match run_property(ctx, name, cases, strategy, check) {
+        match run_property(ctx, cases, strategy, check) {
             Ok(()) => {}
             Err((reason, timeline)) => {
                 let (reason, timeline) = minimize(ctx, check, reason, timeline);
@@ -881,47 +886,22 @@ fn build_only(v: HttpVariant, algorithm: Algorithm, policy: Policy) -> Result<()
     (v.build)(parts).map(|_| ())
 }
 
-/// Runs one property with a fixed seed, each case under the watchdog.
+/// Runs one property (see [`crate::checks::run_cases`]).
 fn run_property<T: std::fmt::Debug + Clone + Send + 'static>(
     ctx: Ctx,
-    name: &str,
     cases: u32,
     strategy: impl Strategy<Value = T>,
     check: impl Fn(Ctx, &T) -> Result<(), String> + Send + Sync + Copy + 'static,
 ) -> Result<(), (String, T)> {
-    let config = PropConfig {
+    crate::checks::run_cases(
+        ctx.subject,
         cases,
-        failure_persistence: None,
-        max_shrink_iters: 1024,
-        ..PropConfig::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    let hung = Arc::new(AtomicBool::new(false));
-    let result = runner.run(&strategy, |value| {
-        if hung.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let v = value.clone();
-        match watched(
-            time_limit(),
-            |i| format!("request #{}", i + 1),
-            move || check(ctx, &v),
-        ) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(m)) => Err(TestCaseError::fail(m)),
-            Err(Stop::Panicked(m)) => Err(TestCaseError::fail(format!("{} {m}", ctx.subject))),
-            Err(Stop::Hung(m)) => {
-                hung.store(true, Ordering::Relaxed);
-                Err(TestCaseError::fail(format!("{} {m}", ctx.subject)))
-            }
-        }
-    });
-    match result {
-        Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, value)) => Err((reason.to_string(), value)),
-        Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),
-    }
+        1024,
+        &strategy,
+        |_, i| format!("request #{}", i + 1),
+        move |t| check(ctx, t),
+    )
+    .map_err(|f| (f.reason, f.value))
 }
 
 /// Drops requests one at a time while the check still fails.

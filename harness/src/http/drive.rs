@@ -214,49 +214,38 @@ impl HttpVariant {
 
 /// A [`Layered`] over any layer: what the driver arm of `__variant!` wraps
 /// the learner's type in.
-pub struct Driven<L> {
-    layer: L,
-    inner: Echo,
+pub struct Driven {
+    /// A new service from a clone of the layer.
+    make: Box<dyn Fn() -> Svc + Send>,
     service: Svc,
     scratch: Option<Svc>,
 }
 
-impl<L> Driven<L>
-where
-    L: tower::Layer<Echo> + Clone + Send + 'static,
-    L::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    <L::Service as Service<Request<Body>>>::Future: Send + 'static,
-{
-    pub fn boxed(layer: L, inner: Echo) -> Box<dyn Layered> {
-        let service = BoxCloneService::new(layer.layer(inner.clone()));
+impl Driven {
+    pub fn boxed<L>(layer: L, inner: Echo) -> Box<dyn Layered>
+    where
+        L: tower::Layer<Echo> + Clone + Send + 'static,
+        L::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+            + Clone
+            + Send
+            + 'static,
+        <L::Service as Service<Request<Body>>>::Future: Send + 'static,
+    {
+        let make = move || BoxCloneService::new(layer.clone().layer(inner.clone()));
         Box::new(Driven {
-            layer,
-            inner,
-            service,
+            service: make(),
+            make: Box::new(make),
             scratch: None,
         })
     }
 }
 
-impl<L> Layered for Driven<L>
-where
-    L: tower::Layer<Echo> + Clone + Send + 'static,
-    L::Service: Service<Request<Body>, Response = Response<Body>, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    <L::Service as Service<Request<Body>>>::Future: Send + 'static,
-{
+impl Layered for Driven {
     fn service(&mut self, via: Via) -> &mut Svc {
         match via {
             Via::Same => &mut self.service,
             Via::Clone => self.scratch.insert(self.service.clone()),
-            Via::Layer => self.scratch.insert(BoxCloneService::new(
-                self.layer.clone().layer(self.inner.clone()),
-            )),
+            Via::Layer => self.scratch.insert((self.make)()),
         }
     }
 }

@@ -193,22 +193,27 @@ pub fn parse(text: &str) -> Result<HttpTimeline, String> {
 /// Splits at the first colon outside quotes that ends a word (IPv6
 /// addresses in `trust=` have colons inside words).
 fn split_setup(text: &str) -> Option<(&str, &str)> {
+    outside_quotes(text)
+        .filter(|&(_, c)| c == ':')
+        .map(|(i, _)| (&text[..i], &text[i + 1..]))
+        .find(|(_, rest)| rest.is_empty() || rest.starts_with(char::is_whitespace))
+}
+
+/// The characters of `text` that stand outside double quotes (a quoted
+/// string's `\"` does not end it), with their byte offsets.
+fn outside_quotes(text: &str) -> impl Iterator<Item = (usize, char)> + '_ {
     let (mut in_quotes, mut escaped) = (false, false);
-    for (i, c) in text.char_indices() {
+    text.char_indices().filter(move |&(_, c)| {
+        let inside = in_quotes || c == '"';
         if escaped {
             escaped = false;
         } else if c == '\\' && in_quotes {
             escaped = true;
         } else if c == '"' {
             in_quotes = !in_quotes;
-        } else if c == ':' && !in_quotes {
-            let rest = &text[i + 1..];
-            if rest.is_empty() || rest.starts_with(char::is_whitespace) {
-                return Some((&text[..i], rest));
-            }
         }
-    }
-    None
+        !inside
+    })
 }
 
 pub fn parse_setup(text: &str) -> Result<Setup, String> {
@@ -355,22 +360,14 @@ fn words(text: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn split_outside_quotes(text: &str, sep: char) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let (mut in_quotes, mut escaped) = (false, false);
-    for c in text.chars() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' && in_quotes {
-            escaped = true;
-        } else if c == '"' {
-            in_quotes = !in_quotes;
-        } else if c == sep && !in_quotes {
-            out.push(String::new());
-            continue;
-        }
-        out.last_mut().expect("one at least").push(c);
+fn split_outside_quotes(text: &str, sep: char) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, _) in outside_quotes(text).filter(|&(_, c)| c == sep) {
+        out.push(&text[start..i]);
+        start = i + sep.len_utf8();
     }
+    out.push(&text[start..]);
     out
 }
 
