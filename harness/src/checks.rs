@@ -384,18 +384,11 @@ impl Lesson {
             &timeline,
             run_watched(self.implementations.reference, &timeline),
         ));
-        assert!(
-            reference == contract,
-            "the reference solution disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
-        );
         let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
         assert_snapshot(
-            self.root,
-            self.number,
-            name,
+            (self.root, self.number, name),
             &format!("{timeline:?}"),
-            &tested,
-            &contract,
+            [&tested, &reference, &contract],
             &self.whose(),
         );
     }
@@ -894,18 +887,20 @@ fn minimize(
 const SHRINK_BUDGET: usize = 400_000;
 
 /// Compares a subject's drawing of a named timeline with the committed
-/// snapshot `tests/snapshots/lesson_NN_<name>.snap`, which must hold the
-/// contract's drawing: accepting a wrong drawing as the new snapshot
-/// cannot make this pass.
+/// snapshot `tests/snapshots/lesson_NN_<name>.snap` (`root` is the kata's
+/// folder), which must hold the contract's drawing: accepting a wrong
+/// drawing as the new snapshot cannot make this pass. The drawings are the
+/// subject's, the reference's and the model's; the last two must agree.
 pub fn assert_snapshot(
-    root: &str,
-    number: u32,
-    name: &str,
+    (root, number, name): (&str, u32, &str),
     description: &str,
-    tested: &str,
-    contract: &str,
+    [tested, reference, contract]: [&str; 3],
     whose: &str,
 ) {
+    assert!(
+        reference == contract,
+        "the reference solution disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
+    );
     let snapshot = format!("lesson_{number:02}_{name}");
     let dir = format!("{root}/tests/snapshots");
     let mut settings = insta::Settings::clone_current();

@@ -183,14 +183,7 @@ macro_rules! __suites {
 macro_rules! __variant {
     (http_layer, $name:ident, $path:literal, $file:literal, $layer:ident) => {
         mod $name {
-            pub mod on_std {
-                #[allow(unused_imports)]
-                pub mod sync {
-                    pub use $crate::sync::std_backend::*;
-                }
-                #[path = $file]
-                pub mod imp;
-            }
+            $crate::__variant!(@on_std $file);
 
             use $crate::http::drive::{AnyClock, Driven, HttpVariant, TestLimiter};
             use $crate::http::ManualClock;
@@ -232,14 +225,7 @@ macro_rules! __variant {
     };
     ($kind:ident, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
         mod $name {
-            pub mod on_std {
-                #[allow(unused_imports)]
-                pub mod sync {
-                    pub use $crate::sync::std_backend::*;
-                }
-                #[path = $file]
-                pub mod imp;
-            }
+            $crate::__variant!(@on_std $file);
 
             $crate::__variant!(@loom $kind, $file);
 
@@ -263,6 +249,16 @@ macro_rules! __variant {
                 },
                 build_loom: $crate::__variant!(@build_loom $kind, $limiter),
             };
+        }
+    };
+    (@on_std $file:literal) => {
+        pub mod on_std {
+            #[allow(unused_imports)]
+            pub mod sync {
+                pub use $crate::sync::std_backend::*;
+            }
+            #[path = $file]
+            pub mod imp;
         }
     };
     (@loom limiter, $file:literal) => {};
