@@ -15,11 +15,11 @@ kata::lesson!();
     "name=\"api\" q=2 w=1: @0s from 203.0.113.7; @0s from 203.0.113.7; @0s from 203.0.113.7",
     "ip:203.0.113.7 200 r=1; ip:203.0.113.7 200 r=0; ip:203.0.113.7 429 t=1"
 )]
-#[case::retry_after_rounds_up_never_to_zero(
-    "name=\"api\" q=1 w=2: @0s from 192.0.2.1; @1.5s from 192.0.2.1; @1.999999999s from 192.0.2.1",
-    "ip:192.0.2.1 200 r=0; ip:192.0.2.1 429 t=1; ip:192.0.2.1 429 t=1"
+#[case::retry_after_is_whole_seconds_rounded_up(
+    "name=\"api\" q=1 w=3: @0s from 192.0.2.1; @0.5s from 192.0.2.1; @2s from 192.0.2.1; @2.999999999s from 192.0.2.1",
+    "ip:192.0.2.1 200 r=0; ip:192.0.2.1 429 t=3; ip:192.0.2.1 429 t=1; ip:192.0.2.1 429 t=1"
 )]
-#[case::a_direct_client_s_forwarded_for_is_ignored(
+#[case::forwarded_for_from_a_direct_client_is_ignored(
     "name=\"api\" q=1 w=10 trust=10.0.0.0/8: @0s from 203.0.113.7 xff \"1.1.1.1\"; @0s from 203.0.113.7 xff \"2.2.2.2\"",
     "ip:203.0.113.7 200 r=0; ip:203.0.113.7 429 t=10"
 )]

@@ -487,6 +487,12 @@ macro_rules! http_tests {
             lesson().uses_only_its_inputs();
         }
 
+        /// Locks and atomics from `super::sync`, so that a hang names its line.
+        #[test]
+        fn uses_only_the_sync_facade() {
+            lesson().uses_only_the_sync_facade();
+        }
+
         #[rstest::rstest]
         #[case::empty_name("", 1, $crate::__secs!(1), Err($crate::http::PolicyError::EmptyName))]
         #[case::empty_name_is_checked_first("", 0, $crate::__secs!(0), Err($crate::http::PolicyError::EmptyName))]

@@ -198,6 +198,20 @@ const OUTSIDE_INPUTS: &[(&str, &str)] = &[
 /// something that makes its answers depend on more than its configuration
 /// and its calls: a real clock, per-thread state, sleeping, threads.
 pub fn check_inputs(file: &str, source: &str) -> Result<(), String> {
+    check_inputs_of(file, source, Inputs::Calls)
+}
+
+/// What a subject's answers may depend on, besides its configuration.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Inputs {
+    /// A limiter: the `(key, now)` calls it was given.
+    Calls,
+    /// A layer (lesson 07): its requests, and time from the clock it was given.
+    Clock,
+}
+
+/// [`check_inputs`] for a subject of either kind, with its reasons.
+pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), String> {
     let code = code_only(source);
     for (n, line) in code.lines().enumerate() {
         let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
@@ -210,9 +224,26 @@ pub fn check_inputs(file: &str, source: &str) -> Result<(), String> {
         });
         if let Some((name, why)) = hit {
             let original = source.lines().nth(n).unwrap_or("").trim();
+            let (why, closing) = match inputs {
+                Inputs::Calls => (
+                    *why,
+                    "A limiter's answers may depend only on its configuration and the `(key, \
+                     now)` calls it was given.",
+                ),
+                Inputs::Clock if why.starts_with("reads the real clock") => (
+                    "reads the real clock: the layer reads time only from the `Clock` it is \
+                     given, which the tests set",
+                    "A layer's answers may depend only on its configuration, its requests and \
+                     its clock.",
+                ),
+                Inputs::Clock => (
+                    *why,
+                    "A layer's answers may depend only on its configuration, its requests and \
+                     its clock.",
+                ),
+            };
             return Err(format!(
-                "{file}:{}: `{original}` uses `{}`, which {why}. A limiter's answers may depend \
-                 only on its configuration and the `(key, now)` calls it was given.",
+                "{file}:{}: `{original}` uses `{}`, which {why}. {closing}",
                 n + 1,
                 name.trim_end_matches('(')
             ));
@@ -303,6 +334,18 @@ pub fn check_orderings(file: &str, source: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_layer_is_told_about_its_clock() {
+        let e = check_inputs_of("l.rs", "let t = Instant::now();", Inputs::Clock).unwrap_err();
+        assert!(
+            e.contains("`Clock` it is") && e.contains("A layer's answers"),
+            "{e}"
+        );
+        let e = check_inputs("l.rs", "let t = Instant::now();").unwrap_err();
+        assert!(e.contains("`(key, now)`"), "{e}");
+    }
+
     use super::*;
 
     #[test]

@@ -13,11 +13,10 @@ use std::fmt::Write as _;
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 use std::time::Duration;
 
+use super::sync::{Arc, AtomicBool, Ordering};
 use axum::body::{Body, Bytes};
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};

@@ -111,7 +111,7 @@ fn bench(root: &Path, entry: &Entry) -> Done {
         )));
     }
     println!(
-        "building lessons/{}.rs and the reference in release mode (the first time takes a minute) ...",
+        "building lessons/{}.rs and the reference in release mode (the first time takes a few minutes) ...",
         entry.name
     );
     let status = std::process::Command::new(suite::cargo())
@@ -149,15 +149,47 @@ fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
             "your layer"
         }
     );
-    let status = std::process::Command::new(suite::cargo())
+    let mut command = std::process::Command::new(suite::cargo());
+    command
         .current_dir(root)
         .args(["test", "--quiet", "--test", &entry.name, "--"])
         .args(["--ignored", "--exact", "demo_server", "--nocapture"])
         .env("KATA_SUBJECT", subject)
         .env("KATA_SERVE_PORT", port.to_string())
         .env("RUST_BACKTRACE", "0")
-        .status()
+        .stdout(std::process::Stdio::piped());
+    // Stopped with the runner, however the runner is stopped: cargo gets
+    // SIGTERM when the runner dies, and the server stops when cargo does.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                Ok(())
+            });
+        }
+    }
+    let mut child = command
+        .spawn()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
+    // The server's lines, without libtest's around them.
+    if let Some(out) = child.stdout.take() {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let libtest = line.starts_with("running ")
+                || line.starts_with("test ")
+                || line.starts_with("test result:")
+                || line.trim().is_empty();
+            if !libtest {
+                println!("{line}");
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Refusal(format!("could not wait for cargo: {e}")))?;
     Ok(exit_code(status))
 }
 

@@ -37,9 +37,8 @@ pub struct TestLimiter {
 
 impl TestLimiter {
     pub fn new(algorithm: Algorithm, policy: &Policy) -> TestLimiter {
-        let config = Config::new(policy.quota, policy.window.as_nanos() as u64);
         TestLimiter {
-            model: Mutex::new(algorithm.model(config)),
+            model: Mutex::new(algorithm.model(limiter_config(policy))),
             calls: Arc::default(),
         }
     }
@@ -71,6 +70,17 @@ impl RateLimiter for TestLimiter {
             .decide(key, now.as_nanos())
     }
 }
+
+/// The limiter's configuration for a policy: its quota per its window (a
+/// window past `u64::MAX` nanoseconds, which no test limiter is built with,
+/// saturates).
+pub fn limiter_config(policy: &Policy) -> Config {
+    let window = u64::try_from(policy.window.as_nanos()).unwrap_or(u64::MAX);
+    Config::new(policy.quota, window)
+}
+
+/// What the inner service answers with.
+pub const INNER_BODY: &str = "hello from the inner service\n";
 
 /// The service behind the layer: answers 200 with headers and a body of
 /// its own (among them rate-limit headers of its own, which the layer must
@@ -109,6 +119,10 @@ impl Echo {
     }
 }
 
+/// The header API keys are sent in when the setup configures none, and a
+/// decoy line when it configures another.
+pub const DECOY_API_KEY_HEADER: &str = "x-api-key";
+
 /// The request header that numbers each request for [`Echo`].
 pub const REQUEST_ID: &str = "x-kata-request";
 
@@ -140,7 +154,7 @@ impl Service<Request<Body>> for Echo {
             .header("x-inner", "called")
             .header("ratelimit", "\"inner\";r=99")
             .header("ratelimit-policy", "\"inner\";q=99;w=99")
-            .body(Body::from("hello from the inner service\n"))
+            .body(Body::from(INNER_BODY))
             .expect("a valid response");
         std::future::ready(Ok(response))
     }
@@ -270,13 +284,18 @@ pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<B
             HeaderValue::from_str(value).expect("a valid header value"),
         );
     }
-    if let Some(name) = api_key_header {
-        for line in &call.api_keys {
-            headers.append(
-                axum::http::HeaderName::from_bytes(name.as_bytes()).expect("valid"),
-                HeaderValue::from_bytes(line).expect("generated lines are valid header values"),
-            );
-        }
+    // The key lines go under the configured header, or under `x-api-key`
+    // when none is configured (where they must be ignored); with another
+    // header configured, a decoy `x-api-key` line goes along.
+    let name = api_key_header.unwrap_or(DECOY_API_KEY_HEADER);
+    for line in &call.api_keys {
+        headers.append(
+            axum::http::HeaderName::from_bytes(name.as_bytes()).expect("a valid header name"),
+            HeaderValue::from_bytes(line).expect("generated lines are valid header values"),
+        );
+    }
+    if name != DECOY_API_KEY_HEADER {
+        headers.append(DECOY_API_KEY_HEADER, HeaderValue::from_static("decoy"));
     }
     headers.insert(REQUEST_ID, HeaderValue::from(i));
     if let Some(peer) = call.socket() {
@@ -287,7 +306,7 @@ pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<B
 
 /// A whole run of a timeline through one implementation.
 pub struct Run {
-    /// One per request, up to the one that failed to build or answer.
+    /// One per request.
     pub answers: Vec<Observed>,
     pub reported: Vec<super::LayerError>,
     /// Calls of the inner service no `poll_ready` came before.

@@ -430,6 +430,17 @@ impl Observed {
         }
     }
 
+    /// The keys the limiter was asked for this request, as a transcript
+    /// shows them.
+    pub fn keys(&self) -> String {
+        if self.checks.is_empty() {
+            "(limiter not asked)".to_string()
+        } else {
+            let keys: Vec<&str> = self.checks.iter().map(|(k, _)| k.as_str()).collect();
+            keys.join(", ")
+        }
+    }
+
     /// `200 RateLimit: "api";r=1` as a transcript shows it.
     pub fn summary(&self) -> String {
         let mut out = self.status.to_string();
@@ -455,17 +466,12 @@ fn pretty(name: &str) -> &str {
 pub fn transcript(timeline: &HttpTimeline, answers: &[Observed]) -> String {
     let mut out = format!("{:?}\n", timeline.setup);
     for (i, (c, o)) in timeline.calls.iter().zip(answers).enumerate() {
-        let keys: Vec<&str> = o.checks.iter().map(|(k, _)| k.as_str()).collect();
-        let mut request = format!("{c:?}");
-        request = request.trim_start_matches('@').to_string();
+        let request = format!("{c:?}");
         out.push_str(&format!(
-            "#{:<2} {request}\n    key {}  →  {}\n",
+            "#{:<2} {}\n    key {}  →  {}\n",
             i + 1,
-            if keys.is_empty() {
-                "(limiter not asked)".to_string()
-            } else {
-                keys.join(", ")
-            },
+            request.trim_start_matches('@'),
+            o.keys(),
             o.summary()
         ));
     }

@@ -69,14 +69,14 @@ const MALFORMED: &[&str] = &[
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop::sample::select(NAMES),
-        1u64..=3,
-        1u64..=3,
-        any::<bool>(),
+        prop_oneof![4 => 1u64..=3, 1 => Just(12u64), 1 => Just(1_000u64)],
+        prop_oneof![4 => 1u64..=3, 1 => Just(60u64), 1 => Just(86_400u64)],
+        prop::sample::select(&[None, Some("x-api-key"), Some("x-client-token")][..]),
         prop::sample::select(TRUSTED),
     )
         .prop_map(|(name, quota, window, api, trusted)| Setup {
             policy: Policy::new(name, quota, Duration::from_secs(window)),
-            api_key_header: api.then(|| "x-api-key".to_string()),
+            api_key_header: api.map(str::to_string),
             trusted: trusted
                 .iter()
                 .map(|c| c.parse().expect("a range"))

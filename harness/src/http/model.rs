@@ -68,6 +68,27 @@ pub fn client_key(
     }
 }
 
+/// Whether the contract lets the leftmost address of a request's chain
+/// decide its key: no valid API key, a peer, trusted proxies, and every
+/// address of the chain parses and is trusted. Only then may what a client
+/// writes in front of `X-Forwarded-For` change its key.
+pub fn leftmost_decides(
+    rule: &KeyRule,
+    api_key_lines: &[&[u8]],
+    forwarded_lines: &[&[u8]],
+    peer: Option<IpAddr>,
+) -> bool {
+    let keyed = client_key(rule, api_key_lines, forwarded_lines, peer);
+    let Some(peer) = peer else { return false };
+    if keyed.key.starts_with("api:") || rule.trusted_proxies.is_empty() || !rule.trusts(peer) {
+        return false;
+    }
+    forwarded_lines
+        .iter()
+        .flat_map(|line| forwarded_entries(line))
+        .all(|entry| entry.is_some_and(|ip| rule.trusts(ip)))
+}
+
 /// 1 to [`MAX_API_KEY_LEN`] bytes, each visible ASCII (0x21 to 0x7E).
 pub fn valid_api_key(value: &[u8]) -> bool {
     (1..=MAX_API_KEY_LEN).contains(&value.len()) && value.iter().all(|b| (0x21..=0x7e).contains(b))
