@@ -8,7 +8,7 @@
 //! `SmartIpKeyExtractor` keys this way). Only the rightmost address that no
 //! trusted proxy wrote is the client's.
 //!
-//! Shows: whatever its client writes in front of X-Forwarded-For
+//! Shows: with a forged prefix in front of its X-Forwarded-For
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
