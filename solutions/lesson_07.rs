@@ -196,8 +196,9 @@ where
         shared.client_key(&req, &mut key);
         match shared.limiter.check(key.as_str(), shared.clock.now()) {
             Decision::Allowed { remaining } => {
-                let mut ratelimit = shared.ratelimit_prefix.clone();
-                let _ = std::io::Write::write_fmt(&mut ratelimit, format_args!("{remaining}"));
+                let mut ratelimit = Vec::with_capacity(shared.ratelimit_prefix.len() + 20);
+                ratelimit.extend_from_slice(&shared.ratelimit_prefix);
+                decimal(remaining, |digits| ratelimit.extend_from_slice(digits));
                 let ratelimit = HeaderValue::from_maybe_shared(Bytes::from(ratelimit))
                     .expect("printable ASCII");
                 Answer::Allowed {
@@ -329,14 +330,24 @@ fn address_key(ip: IpAddr, key: &mut Text) {
         if i > 0 {
             key.push(b'.');
         }
-        if octet >= 100 {
-            key.push(b'0' + octet / 100);
-        }
-        if octet >= 10 {
-            key.push(b'0' + octet / 10 % 10);
-        }
-        key.push(b'0' + octet % 10);
+        decimal(u64::from(octet), |digits| key.push_bytes(digits));
     }
+}
+
+/// `n`'s decimal digits, handed to `put`: what `{n}` formats, without the
+/// formatting machinery, on the path every request takes.
+fn decimal(mut n: u64, put: impl FnOnce(&[u8])) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    put(&digits[start..]);
 }
 
 /// A key written on the stack (at most `api:` and 128 bytes), without a
@@ -354,10 +365,14 @@ impl Text {
         }
     }
 
-    /// One ASCII byte (there is always room for an address).
+    /// ASCII bytes (there is always room for an address).
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        self.bytes[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
     fn push(&mut self, byte: u8) {
-        self.bytes[self.len] = byte;
-        self.len += 1;
+        self.push_bytes(&[byte]);
     }
 
     fn as_str(&self) -> &str {
