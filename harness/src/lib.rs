@@ -505,6 +505,7 @@ macro_rules! http_tests {
         #[case::under_a_second("api", 1, ::std::time::Duration::from_millis(999), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::a_fraction_of_a_second_more("api", 1, ::std::time::Duration::from_millis(1500), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::a_nanosecond_more_than_a_second("api", 1, ::std::time::Duration::new(1, 1), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
+        #[case::a_nanosecond_past_2_to_the_24_seconds("api", 1, ::std::time::Duration::new(1 << 24, 1), Err($crate::http::PolicyError::WindowNotWholeSeconds))]
         #[case::one_second("api", 1, $crate::__secs!(1), Ok(()))]
         #[case::quotes_and_backslashes_are_escaped_not_refused("say \"hi\" \\o/", 1, $crate::__secs!(1), Ok(()))]
         #[case::largest_quota_and_window("api", u64::MAX, $crate::__secs!(u64::MAX), Ok(()))]

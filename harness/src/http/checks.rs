@@ -166,6 +166,7 @@ impl HttpLesson {
             Duration::from_secs(1),
             Duration::from_millis(1_500),
             Duration::new(1, 1),
+            Duration::new(1 << 24, 1),
             Duration::from_secs(60),
             Duration::from_secs(u64::MAX),
         ];
@@ -290,7 +291,7 @@ impl HttpLesson {
                     got.unready_calls
                 ));
             }
-            Ok(())
+            polled_then_called(ctx)
         });
     }
 
@@ -693,10 +694,52 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
     Ok(())
 }
 
+/// Two clones of the service, both made ready, then both called: each
+/// call must reach the inner service instance its own `poll_ready` made
+/// ready (a layer whose clones share one inner service spends one
+/// readiness twice).
+fn polled_then_called(ctx: Ctx) -> Result<(), String> {
+    use tower::{Service, ServiceExt};
+    let policy = Policy::new("api", 100, Duration::from_secs(10));
+    let inner = super::drive::Echo::default();
+    let log = inner.clone();
+    let parts = super::drive::Parts {
+        limiter: super::drive::TestLimiter::new(ctx.algorithm, &policy),
+        policy,
+        keys: super::KeyRule::by_address(),
+        clock: super::ManualClock::default(),
+        inner,
+    };
+    let mut layered = (ctx.tested.build)(parts)
+        .map_err(|e| format!("RateLimitLayer::new refused a valid policy: {e:?}"))?;
+    let mut first = layered.service(exchange::Via::Clone).clone();
+    let mut second = layered.service(exchange::Via::Clone).clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a runtime");
+    let call = Call::from(0, "192.0.2.1");
+    runtime.block_on(async {
+        let _ = first.ready().await;
+        let _ = second.ready().await;
+        let _ = first.call(super::drive::request(&call, None, 0)).await;
+        let _ = second.call(super::drive::request(&call, None, 1)).await;
+    });
+    match log.unready_calls() {
+        0 => Ok(()),
+        n => Err(format!(
+            "two clones of the service were made ready, then both called: the inner service \
+             was called {n} time(s) without a `poll_ready` of its own. Each clone must keep its \
+             own inner service (cloned with it), so that the readiness one clone was given is \
+             spent by that clone's call."
+        )),
+    }
+}
+
 /// What the contract answers to each request: the key and the answer.
 pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)> {
     let rule = t.setup.key_rule(super::Report::stderr());
-    let mut model = algorithm.model(super::drive::limiter_config(&t.setup.policy));
+    let algorithm = t.setup.rule(algorithm);
+    let mut model = algorithm.model(super::drive::limiter_config(&t.setup.policy, algorithm));
     t.calls
         .iter()
         .map(|c| {

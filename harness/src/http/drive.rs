@@ -38,7 +38,7 @@ pub struct TestLimiter {
 impl TestLimiter {
     pub fn new(algorithm: Algorithm, policy: &Policy) -> TestLimiter {
         TestLimiter {
-            model: Mutex::new(algorithm.model(limiter_config(policy))),
+            model: Mutex::new(algorithm.model(limiter_config(policy, algorithm))),
             calls: Arc::default(),
         }
     }
@@ -71,12 +71,16 @@ impl RateLimiter for TestLimiter {
     }
 }
 
-/// The limiter's configuration for a policy: its quota per its window (a
-/// window past `u64::MAX` nanoseconds, which no test limiter is built with,
-/// saturates).
-pub fn limiter_config(policy: &Policy) -> Config {
+/// The limiter's configuration for a policy: a limit of its quota per its
+/// window; for a token bucket, a capacity of its quota refilled over the
+/// window (one token every `window / quota`). A window past `u64::MAX`
+/// nanoseconds, which no test limiter is built with, saturates.
+pub fn limiter_config(policy: &Policy, algorithm: Algorithm) -> Config {
     let window = u64::try_from(policy.window.as_nanos()).unwrap_or(u64::MAX);
-    Config::new(policy.quota, window)
+    match algorithm {
+        Algorithm::TokenBucket => Config::new(policy.quota, (window / policy.quota.max(1)).max(1)),
+        _ => Config::new(policy.quota, window),
+    }
 }
 
 /// What the inner service answers with.
@@ -87,9 +91,12 @@ pub const INNER_BODY: &str = "hello from the inner service\n";
 /// replace), and records which request it was called for. A call that no
 /// `poll_ready` of the same service instance came before is recorded too:
 /// a clone is not ready until it is polled.
+/// Each instance answers its first `poll_ready` with `Pending` (and wakes
+/// the task at once), so that a layer must pass readiness on as it comes.
 #[derive(Default)]
 pub struct Echo {
     ready: bool,
+    polled: bool,
     log: Arc<Mutex<EchoLog>>,
 }
 
@@ -97,6 +104,7 @@ impl Clone for Echo {
     fn clone(&self) -> Self {
         Echo {
             ready: false,
+            polled: false,
             log: self.log.clone(),
         }
     }
@@ -117,6 +125,12 @@ impl Echo {
             .calls
             .len()
     }
+
+    /// How many of those calls no `poll_ready` of the same instance came
+    /// before.
+    pub fn unready_calls(&self) -> usize {
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).unready
+    }
 }
 
 /// The header API keys are sent in when the setup configures none, and a
@@ -131,7 +145,11 @@ impl Service<Request<Body>> for Echo {
     type Error = Infallible;
     type Future = std::future::Ready<Result<Response<Body>, Infallible>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        if !std::mem::replace(&mut self.polled, true) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         self.ready = true;
         Poll::Ready(Ok(()))
     }
@@ -148,6 +166,7 @@ impl Service<Request<Body>> for Echo {
         if !std::mem::take(&mut self.ready) {
             log.unready += 1;
         }
+        self.polled = false;
         let response = Response::builder()
             .status(200)
             .header("content-type", "text/plain")
@@ -320,6 +339,7 @@ pub fn run(
     algorithm: Algorithm,
     timeline: &HttpTimeline,
 ) -> Result<Run, String> {
+    let algorithm = timeline.setup.rule(algorithm);
     let limiter = TestLimiter::new(algorithm, &timeline.setup.policy);
     let checks = limiter.calls();
     let clock = ManualClock::new(Timestamp::ZERO);
@@ -345,12 +365,16 @@ pub fn run(
     let mut answers = Vec::with_capacity(timeline.calls.len());
     for (i, call) in timeline.calls.iter().enumerate() {
         progress(i);
-        clock.set(Timestamp::from_nanos(call.at));
+        // The clock reads a nanosecond early while the service gets ready,
+        // and the request's instant when it is called: the limiter is asked
+        // at the time of the call.
+        clock.set(Timestamp::from_nanos(call.at.saturating_sub(1)));
         let before_checks = checks.lock().unwrap_or_else(|p| p.into_inner()).len();
         let req = request(call, timeline.setup.api_key_header.as_deref(), i);
         let service = layered.service(call.via);
         let response = runtime.block_on(async {
             let ready: &mut Svc = service.ready().await.unwrap_or_else(|e| match e {});
+            clock.set(Timestamp::from_nanos(call.at));
             let response = ready.call(req).await.unwrap_or_else(|e| match e {});
             let (parts, body) = response.into_parts();
             let body = body

@@ -19,9 +19,17 @@ pub struct Setup {
     pub policy: Policy,
     pub api_key_header: Option<String>,
     pub trusted: Vec<Cidr>,
+    /// The rule of the limiter behind the layer, when not the lesson's own
+    /// (`rule=TokenBucket`): the layer passes on whatever it answers.
+    pub rule: Option<crate::models::Algorithm>,
 }
 
 impl Setup {
+    /// The rule of the limiter behind the layer.
+    pub fn rule(&self, lesson: crate::models::Algorithm) -> crate::models::Algorithm {
+        self.rule.unwrap_or(lesson)
+    }
+
     /// The key rule, reporting where `report` says.
     pub fn key_rule(&self, report: super::Report) -> KeyRule {
         KeyRule {
@@ -129,6 +137,9 @@ impl fmt::Debug for Setup {
         if let Some(h) = &self.api_key_header {
             write!(f, " api={h}")?;
         }
+        if let Some(rule) = self.rule {
+            write!(f, " rule={}", rule.name())?;
+        }
         Ok(())
     }
 }
@@ -221,6 +232,7 @@ pub fn parse_setup(text: &str) -> Result<Setup, String> {
         policy: Policy::new("api", 1, Duration::from_secs(1)),
         api_key_header: None,
         trusted: Vec::new(),
+        rule: None,
     };
     let words = words(text)?;
     for w in words {
@@ -240,7 +252,20 @@ pub fn parse_setup(text: &str) -> Result<Setup, String> {
                 }
             }
             "api" => setup.api_key_header = Some(v.to_string()),
-            _ => return Err(format!("{k:?} is not a setting (name, q, w, trust, api)")),
+            "rule" => {
+                let rule = crate::models::Algorithm::ALL
+                    .into_iter()
+                    .find(|a| a.name() == v)
+                    .ok_or_else(|| {
+                        format!("rule={v}: FixedWindow, SlidingLog, SlidingCounter or TokenBucket")
+                    })?;
+                setup.rule = Some(rule);
+            }
+            _ => {
+                return Err(format!(
+                    "{k:?} is not a setting (name, q, w, trust, api, rule)"
+                ))
+            }
         }
     }
     Ok(setup)
@@ -489,7 +514,7 @@ mod tests {
 
     #[test]
     fn notation_round_trips() {
-        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k" header "x-real-ip: 9.9.9.9"; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
+        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key rule=TokenBucket: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k" header "x-real-ip: 9.9.9.9"; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
         let t = parse(text).unwrap();
         assert_eq!(t.calls.len(), 3);
         assert_eq!(t.calls[0].forwarded[1], vec![0xff, b';']);

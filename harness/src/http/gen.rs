@@ -11,6 +11,7 @@ use proptest::prelude::*;
 
 use super::exchange::{Call, HttpTimeline, Setup, Via};
 use super::Policy;
+use crate::models::Algorithm;
 
 /// Policy names, some with the characters a structured-field string must
 /// escape.
@@ -20,6 +21,7 @@ const NAMES: &[&str] = &[
     "say \"hi\"",
     "back\\slash",
     "x",
+    "user's \"quota\", ;q=9",
     "a policy name longer than any buffer a layer might keep on the stack for its headers, \
      which the contract does not bound: only printable ASCII is required of it, nothing more",
 ];
@@ -58,6 +60,8 @@ const PROXIES: &[&str] = &[
 
 /// Entries that do not parse as an address.
 const MALFORMED: &[&str] = &[
+    "1.2.3.4%x",
+    "fe80::1%eth0",
     "unknown",
     "203.0.113.7:443",
     "",
@@ -70,13 +74,33 @@ fn setup() -> impl Strategy<Value = Setup> {
     (
         prop::sample::select(NAMES),
         prop_oneof![4 => 1u64..=3, 1 => Just(12u64), 1 => Just(1_000u64)],
-        prop_oneof![4 => 1u64..=3, 1 => Just(60u64), 1 => Just(86_400u64)],
+        // Windows where `Retry-After` has many digits, beyond what an f64
+        // counts in whole nanoseconds (2^53 ns, about 104 days), and the
+        // longest whole number of seconds a u64 counts in nanoseconds.
+        prop_oneof![
+            8 => 1u64..=3,
+            1 => Just(60u64),
+            1 => Just(86_400u64),
+            1 => Just(31_536_000u64),
+            1 => Just(18_446_744_073u64),
+        ],
         prop::sample::select(&[None, Some("x-api-key"), Some("x-client-token")][..]),
         prop::sample::select(TRUSTED),
+        // The limiter behind the layer: the lesson's own, or one whose waits
+        // do not end on window boundaries.
+        prop::sample::select(
+            &[
+                None,
+                None,
+                Some(Algorithm::TokenBucket),
+                Some(Algorithm::SlidingLog),
+            ][..],
+        ),
     )
-        .prop_map(|(name, quota, window, api, trusted)| Setup {
+        .prop_map(|(name, quota, window, api, trusted, rule)| Setup {
             policy: Policy::new(name, quota, Duration::from_secs(window)),
             api_key_header: api.map(str::to_string),
+            rule,
             trusted: trusted
                 .iter()
                 .map(|c| c.parse().expect("a range"))
@@ -132,7 +156,13 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
                     .collect();
                 if let Some((left, right, at)) = binary {
                     let mut line = format!("{left}, ").into_bytes();
-                    line.extend_from_slice(&[0xff, 0xfe]);
+                    // Bytes that are not ASCII text: not UTF-8 at all, or
+                    // UTF-8 that is not ASCII.
+                    line.extend_from_slice(if at % 2 == 0 {
+                        &[0xff, 0xfe]
+                    } else {
+                        "é".as_bytes()
+                    });
                     line.extend_from_slice(format!(", {right}").as_bytes());
                     lines.insert(at.min(lines.len()), line);
                 }
@@ -140,6 +170,11 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
             },
         )
 }
+
+/// API key values that are not visible ASCII in other ways: a byte that is
+/// not UTF-8, UTF-8 that is not ASCII, and one value with a comma in it
+/// (which is one key: it is visible ASCII).
+const ODD_KEYS: &[&[u8]] = &[&[b'k', 0xe9], "ké".as_bytes(), b"k1,k2"];
 
 /// API key header lines: none, one valid key, or one that is not valid
 /// (a space, too long, not ASCII, empty), or two lines.
@@ -150,7 +185,7 @@ fn api_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
         1 => prop::sample::select(&["k 1", "", " k1", "k1\t", "k1 "][..])
             .prop_map(|k| vec![k.as_bytes().to_vec()]),
         1 => (127usize..=129).prop_map(|n| vec![vec![b'k'; n]]),
-        1 => Just(vec![vec![b'k', 0xe9]]),
+        1 => prop::sample::select(ODD_KEYS).prop_map(|k| vec![k.to_vec()]),
         1 => Just(vec![b"k1".to_vec(), b"k2".to_vec()]),
     ]
 }

@@ -138,7 +138,7 @@ async fn burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String>
     let answers = fire(&served.url, FIRED).await?;
     // What the contract answers, in some order: the model's answers to the
     // same requests of one key at one instant.
-    let mut model = algorithm.model(super::drive::limiter_config(&policy));
+    let mut model = algorithm.model(super::drive::limiter_config(&policy, algorithm));
     let expected: Vec<super::model::Expected> = (0..FIRED)
         .map(|_| super::model::expected(&policy, &model.decide("ip:127.0.0.1", 0)))
         .collect();
