@@ -497,6 +497,7 @@ macro_rules! http_tests {
         #[case::empty_name("", 1, $crate::__secs!(1), Err($crate::http::PolicyError::EmptyName))]
         #[case::empty_name_is_checked_first("", 0, $crate::__secs!(0), Err($crate::http::PolicyError::EmptyName))]
         #[case::name_outside_printable_ascii("café", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
+        #[case::name_of_characters_beyond_latin_1("限流", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
         #[case::control_character_in_name("a\tb", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
         #[case::delete_character_in_name("a\x7fb", 1, $crate::__secs!(1), Err($crate::http::PolicyError::InvalidName))]
         #[case::zero_quota("api", 0, $crate::__secs!(1), Err($crate::http::PolicyError::ZeroQuota))]

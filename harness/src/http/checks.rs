@@ -157,7 +157,16 @@ impl HttpLesson {
     /// Every pair of a name, a quota and a window from the edges of each
     /// fault, judged by the contract's order of checks.
     pub fn policy_grid(&self) {
-        let names = ["", "é", "tab\there", "del\x7f", "api", "say \"hi\"", " "];
+        let names = [
+            "",
+            "é",
+            "限流",
+            "tab\there",
+            "del\x7f",
+            "api",
+            "say \"hi\"",
+            " ",
+        ];
         let quotas = [0, 1, u64::MAX];
         let windows = [
             Duration::ZERO,
@@ -167,6 +176,7 @@ impl HttpLesson {
             Duration::from_millis(1_500),
             Duration::new(1, 1),
             Duration::new(1 << 24, 1),
+            Duration::from_secs(1 << 40),
             Duration::from_secs(60),
             Duration::from_secs(u64::MAX),
         ];
@@ -723,6 +733,12 @@ fn polled_then_called(ctx: Ctx) -> Result<(), String> {
         let _ = second.ready().await;
         let _ = first.call(super::drive::request(&call, None, 0)).await;
         let _ = second.call(super::drive::request(&call, None, 1)).await;
+        // A clone of a service that is ready is a service that is not.
+        let _ = first.ready().await;
+        let mut third = first.clone();
+        let _ = third.ready().await;
+        let _ = third.call(super::drive::request(&call, None, 2)).await;
+        let _ = first.call(super::drive::request(&call, None, 3)).await;
     });
     match log.unready_calls() {
         0 => Ok(()),
@@ -745,7 +761,14 @@ pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)
         .map(|c| {
             let keyed = model_key(&rule, c);
             let decision = model.decide(&keyed.key, c.at);
-            (keyed, expected(&t.setup.policy, &decision))
+            let mut answer = expected(&t.setup.policy, &decision);
+            let (name, value) = super::model::INNER_UNAVAILABLE;
+            if answer.reaches_inner && c.other.iter().any(|(n, v)| n == name && v == value) {
+                // The inner service's own answer, passed on.
+                answer.status = 503;
+                answer.retry_after = Some(super::model::INNER_RETRY_AFTER.to_string());
+            }
+            (keyed, answer)
         })
         .collect()
 }
@@ -797,6 +820,7 @@ fn model_transcript(algorithm: Algorithm, t: &HttpTimeline) -> String {
                 headers,
                 body: Vec::new(),
                 inner_calls: usize::from(e.reaches_inner),
+                inner_lost_peer: false,
                 checks: vec![(keyed.key, c.at)],
             }
         })
@@ -919,6 +943,14 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
             "the inner service was called {} time(s) for it; the contract calls it {inner} time(s)",
             o.inner_calls
         ));
+    }
+    if o.inner_lost_peer {
+        return Some(
+            "the request reached the inner service without the `ConnectInfo<SocketAddr>` it came \
+             with: a handler that reads the client's address (axum's `ConnectInfo` extractor) \
+             fails. Read the extension, do not remove it."
+                .into(),
+        );
     }
     if e.reaches_inner {
         if o.header("x-inner").ok().flatten() != Some(b"called".as_slice())

@@ -15,6 +15,7 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderValue, Request, Response};
 use http_body_util::BodyExt;
+use std::net::SocketAddr;
 use tower::util::BoxCloneService;
 use tower::{Service, ServiceExt};
 
@@ -112,7 +113,9 @@ impl Clone for Echo {
 
 #[derive(Default)]
 struct EchoLog {
-    calls: Vec<usize>,
+    /// Each call: its request's number, and whether the request still
+    /// carried its peer address (`ConnectInfo`).
+    calls: Vec<(usize, bool)>,
     unready: usize,
 }
 
@@ -161,14 +164,22 @@ impl Service<Request<Body>> for Echo {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
             .unwrap_or(usize::MAX);
+        let saw_peer = req.extensions().get::<ConnectInfo<SocketAddr>>().is_some();
+        let unavailable = req.headers().get(super::model::INNER_UNAVAILABLE.0)
+            == Some(&HeaderValue::from_static(super::model::INNER_UNAVAILABLE.1));
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        log.calls.push(id);
+        log.calls.push((id, saw_peer));
         if !std::mem::take(&mut self.ready) {
             log.unready += 1;
         }
         self.polled = false;
-        let response = Response::builder()
-            .status(200)
+        let mut response = Response::builder();
+        if unavailable {
+            response = response
+                .status(503)
+                .header("retry-after", super::model::INNER_RETRY_AFTER);
+        }
+        let response = response
             .header("content-type", "text/plain")
             .header("x-inner", "called")
             .header("ratelimit", "\"inner\";r=99")
@@ -286,7 +297,7 @@ impl Layered for Driven {
 /// The HTTP request a call stands for (request number `i`).
 pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<Body> {
     let mut req = Request::builder()
-        .method("GET")
+        .method(call.method.as_str())
         .uri("/")
         .body(Body::empty())
         .expect("a valid request");
@@ -375,7 +386,11 @@ pub fn run(
         let response = runtime.block_on(async {
             let ready: &mut Svc = service.ready().await.unwrap_or_else(|e| match e {});
             clock.set(Timestamp::from_nanos(call.at));
-            let response = ready.call(req).await.unwrap_or_else(|e| match e {});
+            let answer = ready.call(req);
+            // And a nanosecond late while the answer is awaited: the work
+            // of `call` is done in `call`.
+            clock.set(Timestamp::from_nanos(call.at.saturating_add(1)));
+            let response = answer.await.unwrap_or_else(|e| match e {});
             let (parts, body) = response.into_parts();
             let body = body
                 .collect()
@@ -385,13 +400,12 @@ pub fn run(
             (parts, body)
         });
         let (parts, body) = response;
-        let inner_calls = log
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .calls
-            .iter()
-            .filter(|id| **id == i)
-            .count();
+        let (inner_calls, inner_lost_peer) = {
+            let log = log.lock().unwrap_or_else(|p| p.into_inner());
+            let mine = log.calls.iter().filter(|(id, _)| *id == i);
+            let lost = call.peer.is_some() && mine.clone().any(|(_, saw)| !saw);
+            (mine.count(), lost)
+        };
         let asked = checks.lock().unwrap_or_else(|p| p.into_inner())[before_checks..].to_vec();
         answers.push(Observed {
             status: parts.status.as_u16(),
@@ -402,6 +416,7 @@ pub fn run(
                 .collect(),
             body,
             inner_calls,
+            inner_lost_peer,
             checks: asked,
         });
     }

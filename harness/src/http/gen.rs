@@ -73,7 +73,8 @@ const MALFORMED: &[&str] = &[
 fn setup() -> impl Strategy<Value = Setup> {
     (
         prop::sample::select(NAMES),
-        prop_oneof![4 => 1u64..=3, 1 => Just(12u64), 1 => Just(1_000u64)],
+        // Quotas where `remaining` has up to twenty digits.
+        prop_oneof![8 => 1u64..=3, 2 => Just(12u64), 2 => Just(1_000u64), 1 => Just(u64::MAX)],
         // Windows where `Retry-After` has many digits, beyond what an f64
         // counts in whole nanoseconds (2^53 ns, about 104 days), and the
         // longest whole number of seconds a u64 counts in nanoseconds.
@@ -83,6 +84,7 @@ fn setup() -> impl Strategy<Value = Setup> {
             1 => Just(86_400u64),
             1 => Just(31_536_000u64),
             1 => Just(18_446_744_073u64),
+            1 => Just(1u64 << 40),
         ],
         prop::sample::select(&[None, Some("x-api-key"), Some("x-client-token")][..]),
         prop::sample::select(TRUSTED),
@@ -176,6 +178,9 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
 /// (which is one key: it is visible ASCII).
 const ODD_KEYS: &[&[u8]] = &[&[b'k', 0xe9], "ké".as_bytes(), b"k1,k2"];
 
+/// Two API key lines, valid or not: never an API key.
+const TWO_LINES: &[(&[u8], &[u8])] = &[(b"k1", b"k2"), (b"k1", b""), (b"k 1", b"k1")];
+
 /// API key header lines: none, one valid key, or one that is not valid
 /// (a space, too long, not ASCII, empty), or two lines.
 fn api_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
@@ -186,7 +191,7 @@ fn api_keys() -> impl Strategy<Value = Vec<Vec<u8>>> {
             .prop_map(|k| vec![k.as_bytes().to_vec()]),
         1 => (127usize..=129).prop_map(|n| vec![vec![b'k'; n]]),
         1 => prop::sample::select(ODD_KEYS).prop_map(|k| vec![k.to_vec()]),
-        1 => Just(vec![b"k1".to_vec(), b"k2".to_vec()]),
+        1 => prop::sample::select(TWO_LINES).prop_map(|(a, b)| vec![a.to_vec(), b.to_vec()]),
     ]
 }
 
@@ -230,20 +235,32 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
         api_keys(),
         prop::option::weighted(0.2, other_headers()),
         prop::sample::select(&[Via::Same, Via::Clone, Via::Clone, Via::Layer][..]),
+        // Now and then a request of another method, and an inner service
+        // that answers 503 with a `Retry-After` of its own.
+        prop::sample::select(&["GET", "GET", "GET", "GET", "GET", "POST", "OPTIONS", "HEAD"][..]),
+        prop::bool::weighted(0.15),
     )
-        .prop_map(|(step, peer, forwarded, api_keys, other, via)| {
-            (
-                step,
-                Call {
-                    at: 0,
-                    peer,
-                    forwarded: forwarded.unwrap_or_default(),
-                    api_keys,
-                    other: other.unwrap_or_default(),
-                    via,
-                },
-            )
-        })
+        .prop_map(
+            |(step, peer, forwarded, api_keys, other, via, method, unavailable)| {
+                let mut other = other.unwrap_or_default();
+                if unavailable {
+                    let (name, value) = super::model::INNER_UNAVAILABLE;
+                    other.push((name.to_string(), value.to_string()));
+                }
+                (
+                    step,
+                    Call {
+                        at: 0,
+                        peer,
+                        forwarded: forwarded.unwrap_or_default(),
+                        api_keys,
+                        other,
+                        method: method.to_string(),
+                        via,
+                    },
+                )
+            },
+        )
 }
 
 /// Time between two requests: none, a nanosecond, around a second (where

@@ -142,6 +142,14 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_nanos().div_ceil(1_000_000_000).max(1) as u64
 }
 
+/// A request header that makes the checks' inner service answer
+/// `503 Service Unavailable` with a `Retry-After` of its own, which an
+/// allowed request must get as the inner service sent it.
+pub const INNER_UNAVAILABLE: (&str, &str) = ("x-kata-inner", "unavailable");
+
+/// The inner service's own `Retry-After` on such a 503.
+pub const INNER_RETRY_AFTER: &str = "120";
+
 /// What the layer answers for a decision of the limiter.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Expected {
