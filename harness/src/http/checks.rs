@@ -404,17 +404,17 @@ impl HttpLesson {
         let ctx = self.ctx();
         let answers = |v: HttpVariant, t: &HttpTimeline| {
             let t2 = t.clone();
-            self.watched(t, move || run(v, ctx.algorithm, &t2).map(|r| r.answers))
+            self.watched_stop(t, move || run(v, ctx.algorithm, &t2).map(|r| r.answers))
         };
         let reference = answers(self.implementations.reference, &timeline)
-            .unwrap_or_else(|e| panic!("the reference: {e}"));
+            .unwrap_or_else(|e| panic!("the reference: {}", e.text()));
         let (yours, stop) = match answers(self.tested(), &timeline) {
             Ok(a) => (a, None),
             Err(e) => {
                 // The answers before the request that failed, unless it hung
                 // (a hang is not run again).
                 let mut kept = Vec::new();
-                if !e.contains("performed") && !e.contains("was not run") {
+                if let Stop::Panicked(_) = e {
                     for i in 0..timeline.calls.len() {
                         match answers(self.tested(), &timeline.clone_upto(i)) {
                             Ok(a) => kept = a,
@@ -454,7 +454,7 @@ impl HttpLesson {
             }
         }
         if let Some(e) = stop {
-            panic!("request #{}: {} {e}", yours.len() + 1, self.whose());
+            panic!("request #{}: {} {}", yours.len() + 1, self.whose(), e.text());
         }
         match first {
             Some(i) => println!(
@@ -521,11 +521,23 @@ impl HttpLesson {
         timeline: &HttpTimeline,
         work: impl FnOnce() -> Result<R, String> + Send + 'static,
     ) -> Result<R, String> {
+        self.watched_stop(timeline, work)
+            .map_err(|stop| stop.text().to_string())
+    }
+
+    /// Runs `work` under the watchdog: a failure it returns or a panic is
+    /// `Stop::Panicked`, a hang `Stop::Hung`.
+    fn watched_stop<R: Send + 'static>(
+        &self,
+        timeline: &HttpTimeline,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> Result<R, Stop> {
         let t = timeline.clone();
         let describe = move |i: usize| describe_call(&t, i);
         match watched(time_limit(), describe, work) {
-            Ok(r) => r,
-            Err(stop) => Err(stop.text().to_string()),
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(Stop::Panicked(e)),
+            Err(stop) => Err(stop),
         }
     }
 
