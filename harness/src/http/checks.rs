@@ -454,7 +454,12 @@ impl HttpLesson {
             }
         }
         if let Some(e) = stop {
-            panic!("request #{}: {} {}", yours.len() + 1, self.whose(), e.text());
+            panic!(
+                "request #{}: {} {}",
+                yours.len() + 1,
+                self.whose(),
+                e.text()
+            );
         }
         match first {
             Some(i) => println!(
