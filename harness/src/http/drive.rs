@@ -113,9 +113,9 @@ impl Clone for Echo {
 
 #[derive(Default)]
 struct EchoLog {
-    /// Each call: its request's number, and whether the request still
-    /// carried its peer address (`ConnectInfo`).
-    calls: Vec<(usize, bool)>,
+    /// Each call: its request's number, and the peer address (`ConnectInfo`)
+    /// its request carried.
+    calls: Vec<(usize, Option<SocketAddr>)>,
     unready: usize,
 }
 
@@ -164,24 +164,29 @@ impl Service<Request<Body>> for Echo {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
             .unwrap_or(usize::MAX);
-        let saw_peer = req.extensions().get::<ConnectInfo<SocketAddr>>().is_some();
-        let unavailable = req.headers().get(super::model::INNER_UNAVAILABLE.0)
-            == Some(&HeaderValue::from_static(super::model::INNER_UNAVAILABLE.1));
+        let peer = req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(addr)| *addr);
+        let (status, retry_after) = super::model::inner_answer(
+            req.headers()
+                .get(super::model::INNER_ANSWER)
+                .and_then(|v| v.to_str().ok()),
+        );
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        log.calls.push((id, saw_peer));
+        log.calls.push((id, peer));
         if !std::mem::take(&mut self.ready) {
             log.unready += 1;
         }
         self.polled = false;
-        let mut response = Response::builder();
-        if unavailable {
-            response = response
-                .status(503)
-                .header("retry-after", super::model::INNER_RETRY_AFTER);
+        let mut response = Response::builder().status(status);
+        if let Some(seconds) = retry_after {
+            response = response.header("retry-after", seconds);
+        }
+        for (name, value) in super::model::INNER_HEADERS {
+            response = response.header(*name, *value);
         }
         let response = response
-            .header("content-type", "text/plain")
-            .header("x-inner", "called")
             .header("ratelimit", "\"inner\";r=99")
             .header("ratelimit-policy", "\"inner\";q=99;w=99")
             .body(Body::from(INNER_BODY))
@@ -403,7 +408,7 @@ pub fn run(
         let (inner_calls, inner_lost_peer) = {
             let log = log.lock().unwrap_or_else(|p| p.into_inner());
             let mine = log.calls.iter().filter(|(id, _)| *id == i);
-            let lost = call.peer.is_some() && mine.clone().any(|(_, saw)| !saw);
+            let lost = mine.clone().any(|(_, peer)| *peer != call.socket());
             (mine.count(), lost)
         };
         let asked = checks.lock().unwrap_or_else(|p| p.into_inner())[before_checks..].to_vec();

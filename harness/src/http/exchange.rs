@@ -444,7 +444,7 @@ pub struct Observed {
     /// How many times the inner service was called for this request.
     pub inner_calls: usize,
     /// Whether the request reached the inner service without the peer
-    /// address it came with.
+    /// address it came with, or with another.
     pub inner_lost_peer: bool,
     /// The keys the limiter was asked for this request, with the instant.
     pub checks: Vec<(String, u64)>,

@@ -23,7 +23,9 @@ const NAMES: &[&str] = &[
     "x",
     "user's \"quota\", ;q=9",
     "a policy name longer than any buffer a layer might keep on the stack for its headers, \
-     which the contract does not bound: only printable ASCII is required of it, nothing more",
+     which the contract does not bound: only printable ASCII is required of it, nothing more; \
+     so it goes on, past two hundred and fifty-six bytes, past three hundred even, to be sure \
+     that no fixed buffer of a round size holds it whole",
 ];
 
 /// The trusted proxies of a setup.
@@ -32,6 +34,9 @@ const TRUSTED: &[&[&str]] = &[
     &["10.0.0.0/8"],
     &["10.0.0.0/8", "2001:db8:ffff::/48"],
     &["10.0.0.1", "10.0.0.2"],
+    // IPv6 proxies in ranges narrower than a /64: a client in the same /64
+    // is not one of them.
+    &["::1", "2001:db8:ffff::/120", "10.0.0.0/8"],
 ];
 
 /// Clients' own addresses: two in one IPv6 /64, one in another, one IPv4
@@ -48,6 +53,7 @@ const CLIENTS: &[&str] = &[
     "2001:db8:1:2:ffff:ffff:ffff:ffff",
     "2001:db8:1:3::1",
     "10.9.9.9",
+    "2001:db8:ffff::abcd",
 ];
 
 /// Proxies, trusted in some setups: the last hop is the peer.
@@ -60,6 +66,7 @@ const PROXIES: &[&str] = &[
 
 /// Entries that do not parse as an address.
 const MALFORMED: &[&str] = &[
+    "\"203.0.113.7\"",
     "1.2.3.4%x",
     "fe80::1%eth0",
     "unknown",
@@ -96,6 +103,8 @@ fn setup() -> impl Strategy<Value = Setup> {
                 None,
                 Some(Algorithm::TokenBucket),
                 Some(Algorithm::SlidingLog),
+                // Its waits can be longer than the window.
+                Some(Algorithm::SlidingCounter),
             ][..],
         ),
     )
@@ -127,7 +136,9 @@ fn forged() -> impl Strategy<Value = String> {
 /// addresses around the bytes that make it so), at any position.
 fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
     (
-        prop::collection::vec(forged(), 0..3),
+        // What the client wrote: a few entries, or more than a layer that
+        // reads only the first sixteen would see past.
+        prop_oneof![9 => prop::collection::vec(forged(), 0..3), 1 => prop::collection::vec(forged(), 16..24)],
         prop::sample::select(CLIENTS),
         prop::collection::vec(prop::sample::select(PROXIES), 0..3),
         prop::option::weighted(0.15, (prop::sample::select(MALFORMED), 0usize..4)),
@@ -141,9 +152,10 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
                 0usize..3,
             ),
         ),
+        prop::bool::weighted(0.06),
     )
         .prop_map(
-            |(forged, client, proxies, malformed, split, comma, binary)| {
+            |(forged, client, proxies, malformed, split, comma, binary, empty_line)| {
                 let mut entries: Vec<String> = forged;
                 entries.push(client.to_string());
                 entries.extend(proxies.iter().map(|p| p.to_string()));
@@ -167,6 +179,11 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
                     });
                     line.extend_from_slice(format!(", {right}").as_bytes());
                     lines.insert(at.min(lines.len()), line);
+                }
+                if empty_line {
+                    // A line with nothing in it: one entry that is not an
+                    // address.
+                    lines.insert(split.min(lines.len()), Vec::new());
                 }
                 lines
             },
@@ -238,14 +255,24 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
         // Now and then a request of another method, and an inner service
         // that answers 503 with a `Retry-After` of its own.
         prop::sample::select(&["GET", "GET", "GET", "GET", "GET", "POST", "OPTIONS", "HEAD"][..]),
-        prop::bool::weighted(0.15),
+        prop::sample::select(
+            &[
+                None,
+                None,
+                None,
+                None,
+                None,
+                None,
+                Some("unavailable"),
+                Some("busy"),
+            ][..],
+        ),
     )
         .prop_map(
-            |(step, peer, forwarded, api_keys, other, via, method, unavailable)| {
+            |(step, peer, forwarded, api_keys, other, via, method, inner)| {
                 let mut other = other.unwrap_or_default();
-                if unavailable {
-                    let (name, value) = super::model::INNER_UNAVAILABLE;
-                    other.push((name.to_string(), value.to_string()));
+                if let Some(answer) = inner {
+                    other.push((super::model::INNER_ANSWER.to_string(), answer.to_string()));
                 }
                 (
                     step,
@@ -305,7 +332,13 @@ pub fn with_forged_prefixes(
         let n = t.calls.len();
         (
             Just(t),
-            prop::collection::vec((any::<bool>(), prop::collection::vec(forged(), 1..3)), n),
+            prop::collection::vec(
+                (
+                    any::<bool>(),
+                    prop_oneof![9 => prop::collection::vec(forged(), 1..3), 1 => prop::collection::vec(forged(), 16..20)],
+                ),
+                n,
+            ),
         )
     })
 }

@@ -142,13 +142,31 @@ pub fn retry_after_secs(wait: Duration) -> u64 {
     wait.as_nanos().div_ceil(1_000_000_000).max(1) as u64
 }
 
-/// A request header that makes the checks' inner service answer
-/// `503 Service Unavailable` with a `Retry-After` of its own, which an
-/// allowed request must get as the inner service sent it.
-pub const INNER_UNAVAILABLE: (&str, &str) = ("x-kata-inner", "unavailable");
+/// The request header that tells the checks' inner service how to answer:
+/// `unavailable` (503) or `busy` (a 429 of its own, from some limit of its
+/// own), each with a `Retry-After`; otherwise 200. An allowed request must
+/// get the inner service's answer as it was sent, whatever it is.
+pub const INNER_ANSWER: &str = "x-kata-inner";
 
-/// The inner service's own `Retry-After` on such a 503.
-pub const INNER_RETRY_AFTER: &str = "120";
+/// The inner service's status and `Retry-After` for an `x-kata-inner`
+/// value.
+pub fn inner_answer(value: Option<&str>) -> (u16, Option<&'static str>) {
+    match value {
+        Some("unavailable") => (503, Some("120")),
+        Some("busy") => (429, Some("30")),
+        _ => (200, None),
+    }
+}
+
+/// Headers the inner service sends with every answer, which an allowed
+/// request must keep: among them a legacy rate-limit header of its own.
+/// (It also sends `RateLimit` and `RateLimit-Policy` of its own, which the
+/// layer replaces.)
+pub const INNER_HEADERS: &[(&str, &str)] = &[
+    ("content-type", "text/plain"),
+    ("x-inner", "called"),
+    ("x-ratelimit-remaining", "4999"),
+];
 
 /// What the layer answers for a decision of the limiter.
 #[derive(Clone, PartialEq, Eq, Debug)]
