@@ -843,7 +843,7 @@ fn model_transcript(algorithm: Algorithm, t: &HttpTimeline) -> String {
                 headers,
                 body: Vec::new(),
                 inner_calls: usize::from(e.reaches_inner),
-                inner_lost_peer: false,
+                inner_request_changed: false,
                 checks: vec![(keyed.key, c.at)],
             }
         })
@@ -967,21 +967,41 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
             o.inner_calls
         ));
     }
-    if o.inner_lost_peer {
+    if o.inner_request_changed {
         return Some(
-            "the request reached the inner service without the `ConnectInfo<SocketAddr>` it came \
-             with, or with another: a handler that reads the peer's address (axum's \
-             `ConnectInfo` extractor) fails or is misled. Read the extension; leave it as it is."
+            "the request reached the inner service changed: its `ConnectInfo<SocketAddr>`, \
+             method, URI or header lines were not the ones it came with. The handlers behind \
+             the layer read them (the peer's address, `X-Forwarded-For`, …): read the request; \
+             leave it as it is."
                 .into(),
         );
     }
     if e.reaches_inner {
-        for (name, value) in super::model::INNER_HEADERS {
-            if o.header(name).ok().flatten() != Some(value.as_bytes()) {
+        for (name, _) in super::model::INNER_HEADERS {
+            let sent: Vec<&[u8]> = super::model::INNER_HEADERS
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_bytes())
+                .collect();
+            let kept: Vec<&[u8]> = o
+                .headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_slice())
+                .collect();
+            if kept != sent {
+                let shown = |lines: &[&[u8]]| {
+                    lines
+                        .iter()
+                        .map(|l| String::from_utf8_lossy(l).into_owned())
+                        .collect::<Vec<_>>()
+                };
                 return Some(format!(
-                    "the inner service's own `{name}: {value}` was not kept as it sent it: an \
-                     allowed request gets the inner service's response as it was, plus the two \
-                     rate-limit headers"
+                    "the inner service sent `{name}` as {:?} and the client got {:?}: an allowed \
+                     request gets the inner service's response as it was (every line of every \
+                     header), plus the layer's two rate-limit headers",
+                    shown(&sent),
+                    shown(&kept)
                 ));
             }
         }

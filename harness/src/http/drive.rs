@@ -113,9 +113,8 @@ impl Clone for Echo {
 
 #[derive(Default)]
 struct EchoLog {
-    /// Each call: its request's number, and the peer address (`ConnectInfo`)
-    /// its request carried.
-    calls: Vec<(usize, Option<SocketAddr>)>,
+    /// Each call: its request's number, and the request as it arrived.
+    calls: Vec<(usize, Seen)>,
     unready: usize,
 }
 
@@ -139,6 +138,34 @@ impl Echo {
 /// The header API keys are sent in when the setup configures none, and a
 /// decoy line when it configures another.
 pub const DECOY_API_KEY_HEADER: &str = "x-api-key";
+
+/// A request as a service sees it: its peer address (`ConnectInfo`), method,
+/// URI and every header line.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Seen {
+    peer: Option<SocketAddr>,
+    method: String,
+    uri: String,
+    headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Seen {
+    pub fn of(req: &Request<Body>) -> Seen {
+        Seen {
+            peer: req
+                .extensions()
+                .get::<ConnectInfo<SocketAddr>>()
+                .map(|ConnectInfo(addr)| *addr),
+            method: req.method().to_string(),
+            uri: req.uri().to_string(),
+            headers: req
+                .headers()
+                .iter()
+                .map(|(n, v)| (n.as_str().to_string(), v.as_bytes().to_vec()))
+                .collect(),
+        }
+    }
+}
 
 /// The request header that numbers each request for [`Echo`].
 pub const REQUEST_ID: &str = "x-kata-request";
@@ -164,17 +191,14 @@ impl Service<Request<Body>> for Echo {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse().ok())
             .unwrap_or(usize::MAX);
-        let peer = req
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|ConnectInfo(addr)| *addr);
+        let seen = Seen::of(&req);
         let (status, retry_after) = super::model::inner_answer(
             req.headers()
                 .get(super::model::INNER_ANSWER)
                 .and_then(|v| v.to_str().ok()),
         );
         let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
-        log.calls.push((id, peer));
+        log.calls.push((id, seen));
         if !std::mem::take(&mut self.ready) {
             log.unready += 1;
         }
@@ -303,7 +327,7 @@ impl Layered for Driven {
 pub fn request(call: &Call, api_key_header: Option<&str>, i: usize) -> Request<Body> {
     let mut req = Request::builder()
         .method(call.method.as_str())
-        .uri("/")
+        .uri(call.path.as_str())
         .body(Body::empty())
         .expect("a valid request");
     let headers = req.headers_mut();
@@ -387,6 +411,7 @@ pub fn run(
         clock.set(Timestamp::from_nanos(call.at.saturating_sub(1)));
         let before_checks = checks.lock().unwrap_or_else(|p| p.into_inner()).len();
         let req = request(call, timeline.setup.api_key_header.as_deref(), i);
+        let sent = Seen::of(&req);
         let service = layered.service(call.via);
         let response = runtime.block_on(async {
             let ready: &mut Svc = service.ready().await.unwrap_or_else(|e| match e {});
@@ -405,11 +430,11 @@ pub fn run(
             (parts, body)
         });
         let (parts, body) = response;
-        let (inner_calls, inner_lost_peer) = {
+        let (inner_calls, inner_request_changed) = {
             let log = log.lock().unwrap_or_else(|p| p.into_inner());
             let mine = log.calls.iter().filter(|(id, _)| *id == i);
-            let lost = mine.clone().any(|(_, peer)| *peer != call.socket());
-            (mine.count(), lost)
+            let changed = mine.clone().any(|(_, seen)| *seen != sent);
+            (mine.count(), changed)
         };
         let asked = checks.lock().unwrap_or_else(|p| p.into_inner())[before_checks..].to_vec();
         answers.push(Observed {
@@ -421,7 +446,7 @@ pub fn run(
                 .collect(),
             body,
             inner_calls,
-            inner_lost_peer,
+            inner_request_changed,
             checks: asked,
         });
     }

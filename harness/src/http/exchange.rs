@@ -69,6 +69,8 @@ pub struct Call {
     pub other: Vec<(String, String)>,
     /// `GET` unless the notation says `method …`.
     pub method: String,
+    /// `/` unless the notation says `path …`.
+    pub path: String,
     pub via: Via,
 }
 
@@ -81,6 +83,7 @@ impl Call {
             api_keys: Vec::new(),
             other: Vec::new(),
             method: "GET".to_string(),
+            path: "/".to_string(),
             via: Via::Clone,
         }
     }
@@ -169,6 +172,9 @@ impl fmt::Debug for Call {
         }
         if self.method != "GET" {
             write!(f, " method {}", self.method)?;
+        }
+        if self.path != "/" {
+            write!(f, " path {}", self.path)?;
         }
         match self.via {
             Via::Same => f.write_str(" via same"),
@@ -300,6 +306,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
         api_keys: Vec::new(),
         other: Vec::new(),
         method: "GET".to_string(),
+        path: "/".to_string(),
         via: Via::Clone,
     };
     while let Some(w) = it.next() {
@@ -308,6 +315,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
             "xff" => call.forwarded.push(unquote(value)?),
             "key" => call.api_keys.push(unquote(value)?),
             "method" => call.method = value.to_string(),
+            "path" => call.path = value.to_string(),
             "header" => {
                 let line = String::from_utf8(unquote(value)?).map_err(|_| "a header line is text")?;
                 let (name, value) = line
@@ -325,7 +333,7 @@ fn parse_call(text: &str) -> Result<Call, String> {
             }
             _ => {
                 return Err(format!(
-                    "{w:?}: after the address come `xff \"…\"`, `key \"…\"`, `header \"Name: value\"`, `method …`, `via …`"
+                    "{w:?}: after the address come `xff \"…\"`, `key \"…\"`, `header \"Name: value\"`, `method …`, `path …`, `via …`"
                 ))
             }
         }
@@ -443,9 +451,9 @@ pub struct Observed {
     pub body: Vec<u8>,
     /// How many times the inner service was called for this request.
     pub inner_calls: usize,
-    /// Whether the request reached the inner service without the peer
-    /// address it came with, or with another.
-    pub inner_lost_peer: bool,
+    /// Whether the request reached the inner service changed: another peer
+    /// address (or none), method, URI or header lines.
+    pub inner_request_changed: bool,
     /// The keys the limiter was asked for this request, with the instant.
     pub checks: Vec<(String, u64)>,
 }
@@ -525,7 +533,7 @@ mod tests {
 
     #[test]
     fn notation_round_trips() {
-        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key rule=TokenBucket: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k" header "x-real-ip: 9.9.9.9" method OPTIONS; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
+        let text = r#"name="a\"b" q=2 w=1 trust=10.0.0.0/8,2001:db8::/32 api=x-api-key rule=TokenBucket: @0s from 10.0.0.1 xff "1.2.3.4, 5.6.7.8" xff "\xff;" key "k" header "x-real-ip: 9.9.9.9" method OPTIONS path /healthz; @1.000000001s from none via layer; @2s from ::ffff:1.2.3.4 via same"#;
         let t = parse(text).unwrap();
         assert_eq!(t.calls.len(), 3);
         assert_eq!(t.calls[0].forwarded[1], vec![0xff, b';']);

@@ -54,6 +54,8 @@ const CLIENTS: &[&str] = &[
     "2001:db8:1:3::1",
     "10.9.9.9",
     "2001:db8:ffff::abcd",
+    // NAT64: an IPv6 address, not IPv4.
+    "64:ff9b::cb00:7107",
 ];
 
 /// Proxies, trusted in some setups: the last hop is the peer.
@@ -140,7 +142,12 @@ fn forwarded() -> impl Strategy<Value = Vec<Vec<u8>>> {
         // reads only the first sixteen would see past.
         prop_oneof![9 => prop::collection::vec(forged(), 0..3), 1 => prop::collection::vec(forged(), 16..24)],
         prop::sample::select(CLIENTS),
-        prop::collection::vec(prop::sample::select(PROXIES), 0..3),
+        // The proxies before the last: a few, or a chain longer than a
+        // layer that reads only sixteen entries would walk.
+        prop_oneof![
+            9 => prop::collection::vec(prop::sample::select(PROXIES), 0..3),
+            1 => prop::collection::vec(Just("10.0.0.2"), 17..20),
+        ],
         prop::option::weighted(0.15, (prop::sample::select(MALFORMED), 0usize..4)),
         0usize..4,
         prop::sample::select(&[", ", ",", " ,\t"][..]),
@@ -255,6 +262,19 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
         // Now and then a request of another method, and an inner service
         // that answers 503 with a `Retry-After` of its own.
         prop::sample::select(&["GET", "GET", "GET", "GET", "GET", "POST", "OPTIONS", "HEAD"][..]),
+        // Every path counts, health checks included.
+        prop::sample::select(
+            &[
+                "/",
+                "/",
+                "/",
+                "/",
+                "/healthz",
+                "/health",
+                "/ready",
+                "/api/items?page=2",
+            ][..],
+        ),
         prop::sample::select(
             &[
                 None,
@@ -269,7 +289,7 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
         ),
     )
         .prop_map(
-            |(step, peer, forwarded, api_keys, other, via, method, inner)| {
+            |(step, peer, forwarded, api_keys, other, via, method, path, inner)| {
                 let mut other = other.unwrap_or_default();
                 if let Some(answer) = inner {
                     other.push((super::model::INNER_ANSWER.to_string(), answer.to_string()));
@@ -283,6 +303,7 @@ fn call() -> impl Strategy<Value = (u64, Call)> {
                         api_keys,
                         other,
                         method: method.to_string(),
+                        path: path.to_string(),
                         via,
                     },
                 )

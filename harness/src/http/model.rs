@@ -166,6 +166,9 @@ pub const INNER_HEADERS: &[(&str, &str)] = &[
     ("content-type", "text/plain"),
     ("x-inner", "called"),
     ("x-ratelimit-remaining", "4999"),
+    ("ratelimit-reset", "7"),
+    ("set-cookie", "session=abc"),
+    ("set-cookie", "csrf=xyz"),
 ];
 
 /// What the layer answers for a decision of the limiter.
