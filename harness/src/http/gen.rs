@@ -94,6 +94,8 @@ fn setup() -> impl Strategy<Value = Setup> {
             1 => Just(31_536_000u64),
             1 => Just(18_446_744_073u64),
             1 => Just(1u64 << 40),
+            // Past what an f64 counts in whole seconds (2^53).
+            1 => Just(u64::MAX),
         ],
         prop::sample::select(&[None, Some("x-api-key"), Some("x-client-token")][..]),
         prop::sample::select(TRUSTED),
