@@ -9,7 +9,9 @@ kata::lesson!();
 
 /// A setup and requests in the notation failures print; the answers as
 /// `KEY STATUS r=REMAINING` or `KEY 429 t=RETRY_AFTER_SECONDS`. The limiter
-/// behind the layer is a fixed window of `q` requests per `w` seconds.
+/// behind the layer is a fixed window of `q` requests per `w` seconds, or
+/// the rule `rule=` names (a sliding window counter's wait can be longer
+/// than its window: the client is told the limiter's wait as it is).
 #[rstest]
 #[case::quota_then_429(
     "name=\"api\" q=2 w=1: @0s from 203.0.113.7; @0s from 203.0.113.7; @0s from 203.0.113.7",
@@ -18,6 +20,10 @@ kata::lesson!();
 #[case::retry_after_is_whole_seconds_rounded_up(
     "name=\"api\" q=1 w=3: @0s from 192.0.2.1; @0.5s from 192.0.2.1; @2s from 192.0.2.1; @2.999999999s from 192.0.2.1",
     "ip:192.0.2.1 200 r=0; ip:192.0.2.1 429 t=3; ip:192.0.2.1 429 t=1; ip:192.0.2.1 429 t=1"
+)]
+#[case::retry_after_is_the_limiter_s_wait_even_past_the_window(
+    "name=\"api\" q=1 w=60 rule=SlidingCounter: @0s from 192.0.2.1; @0s from 192.0.2.1",
+    "ip:192.0.2.1 200 r=0; ip:192.0.2.1 429 t=61"
 )]
 #[case::forwarded_for_from_a_direct_client_is_ignored(
     "name=\"api\" q=1 w=10 trust=10.0.0.0/8: @0s from 203.0.113.7 xff \"1.1.1.1\"; @0s from 203.0.113.7 xff \"2.2.2.2\"",
