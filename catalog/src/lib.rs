@@ -36,10 +36,19 @@ pub enum Kind {
     /// A tower `Layer` in front of an HTTP service, over a shared limiter:
     /// driven by HTTP requests, in process and over a loopback socket.
     HttpLayer,
+    /// A limiter whose state lives in a real `redis-server`, shared by
+    /// several instances (app servers): raced by ordering their Redis
+    /// commands, and stopped, killed and restarted under.
+    RedisLimiter,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 3] = [Kind::Limiter, Kind::SharedLimiter, Kind::HttpLayer];
+    pub const ALL: [Kind; 4] = [
+        Kind::Limiter,
+        Kind::SharedLimiter,
+        Kind::HttpLayer,
+        Kind::RedisLimiter,
+    ];
 
     /// As written in the catalog.
     pub fn id(self) -> &'static str {
@@ -47,6 +56,7 @@ impl Kind {
             Kind::Limiter => "limiter",
             Kind::SharedLimiter => "shared-limiter",
             Kind::HttpLayer => "http-layer",
+            Kind::RedisLimiter => "redis-limiter",
         }
     }
 
@@ -56,6 +66,7 @@ impl Kind {
             Kind::Limiter => "limiter",
             Kind::SharedLimiter => "shared_limiter",
             Kind::HttpLayer => "http_layer",
+            Kind::RedisLimiter => "redis_limiter",
         }
     }
 
@@ -65,6 +76,7 @@ impl Kind {
             Kind::Limiter => false,
             Kind::SharedLimiter => true,
             Kind::HttpLayer => false,
+            Kind::RedisLimiter => false,
         }
     }
 

@@ -20,12 +20,16 @@
 //!   tested, what its source may use, how its panics and hangs become
 //!   readable failures, and file names as learners see them;
 //! - [`http`]: the `http-layer` kind of lesson 07, whose subject is a tower
-//!   layer: its contract types, model, timelines, driver and checks.
+//!   layer: its contract types, model, timelines, driver and checks;
+//! - [`redis`]: the `redis-limiter` kind of lesson 08, whose state lives in a
+//!   real `redis-server`: its contract types, the server, the proxy that
+//!   orders app servers' commands, the driver and checks.
 //!
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
 //! models, then rendering, generators, drivers and scenarios, then the
-//! checks; [`http`] builds on all of them and nothing depends on it.
+//! checks; [`http`] and [`redis`] build on all of them and nothing depends
+//! on them.
 
 pub mod checks;
 pub mod decision;
@@ -34,6 +38,7 @@ pub mod files;
 pub mod gen;
 pub mod http;
 pub mod models;
+pub mod redis;
 pub mod render;
 pub mod scenarios;
 pub mod source;
@@ -148,6 +153,9 @@ macro_rules! __lesson_type {
     (http_layer) => {
         $crate::http::checks::HttpLesson
     };
+    (redis_limiter) => {
+        $crate::redis::checks::RedisLesson
+    };
 }
 
 /// The standard checks of each kind of subject.
@@ -171,6 +179,9 @@ macro_rules! __suites {
     };
     (http_layer) => {
         $crate::http_tests!();
+    };
+    (redis_limiter) => {
+        $crate::redis_tests!();
     };
 }
 
@@ -221,6 +232,62 @@ macro_rules! __variant {
                     Ok(router.layer(layer))
                 },
             };
+        }
+    };
+    (redis_limiter, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
+        mod $name {
+            $crate::__variant!(@on_std $file);
+
+            use ::std::sync::Arc;
+            use $crate::redis::checks::RedisImpl;
+            use $crate::redis::drive::{Limiter, RedisVariant, RuleKind};
+
+            struct Driven(on_std::imp::$limiter);
+
+            impl Limiter for Driven {
+                fn try_check(
+                    &self,
+                    key: &str,
+                    now: $crate::Timestamp,
+                ) -> Result<$crate::Decision, $crate::redis::RedisError> {
+                    self.0.try_check(key, now)
+                }
+
+                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                    $crate::RateLimiter::check(&self.0, key, now)
+                }
+            }
+
+            const REDIS: RedisVariant = RedisVariant {
+                file: $path,
+                source: include_str!($file),
+                build: |rule, settings| {
+                    on_std::imp::$limiter::new(rule, settings)
+                        .map(|l| Arc::new(Driven(l)) as Arc<dyn Limiter>)
+                },
+            };
+
+            pub const VARIANT: RedisImpl = RedisImpl {
+                redis: REDIS,
+                single: [
+                    $crate::__variant!(@redis $path, $file, single, FixedWindow),
+                    $crate::__variant!(@redis $path, $file, single, SlidingLog),
+                    $crate::__variant!(@redis $path, $file, single, Gcra),
+                ],
+                servers: [
+                    $crate::__variant!(@redis $path, $file, servers, FixedWindow),
+                    $crate::__variant!(@redis $path, $file, servers, SlidingLog),
+                    $crate::__variant!(@redis $path, $file, servers, Gcra),
+                ],
+            };
+        }
+    };
+    (@redis $path:literal, $file:literal, $how:ident, $rule:ident) => {
+        $crate::Variant {
+            file: $path,
+            source: include_str!($file),
+            build: |limit, period| $crate::redis::drive::$how(REDIS, RuleKind::$rule, limit, period),
+            build_loom: None,
         }
     };
     ($kind:ident, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
@@ -611,5 +678,161 @@ macro_rules! __named_snapshots {
                 lesson().named_snapshot($name);
             }
         )*
+    };
+}
+
+/// The checks of lesson 08's kind, `redis-limiter` (`lesson()` must be in
+/// scope): the checks every lesson shares, once per rule as one app server
+/// and once as three, then races between app servers, faults, keys, the
+/// server's clock and the drawings.
+#[macro_export]
+macro_rules! redis_tests {
+    () => {
+        /// Time comes from the call or from Redis, never from a clock read here.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        #[test]
+        fn uses_only_the_sync_facade() {
+            lesson().uses_only_the_sync_facade();
+        }
+
+        $crate::__redis_rule!(fixed_window, FixedWindow);
+
+        /// More distinct keys than any fixed number of buckets (the key
+        /// names are the same code for every rule).
+        #[test]
+        fn keeps_many_keys_apart() {
+            lesson()
+                .rule($crate::redis::drive::RuleKind::FixedWindow)
+                .keeps_many_keys_apart();
+        }
+        $crate::__redis_rule!(sliding_log, SlidingLog);
+        $crate::__redis_rule!(gcra, Gcra);
+
+        #[test]
+        fn race_burst_at_one_instant() {
+            lesson().race($crate::Scenario::burst());
+        }
+
+        #[test]
+        fn race_window_rollover() {
+            lesson().race($crate::Scenario::rollover());
+        }
+
+        #[test]
+        fn race_new_key() {
+            lesson().race($crate::Scenario::new_key());
+        }
+
+        #[test]
+        fn race_straddling_a_boundary() {
+            lesson().race($crate::Scenario::straddle());
+        }
+
+        #[test]
+        fn race_key_after_an_idle_gap() {
+            lesson().race($crate::Scenario::idle_key());
+        }
+
+        #[test]
+        fn race_units_left() {
+            lesson().race($crate::Scenario::units_left());
+        }
+
+        #[test]
+        fn fault_server_paused() {
+            lesson().follows_its_failure_policy_when_the_server_is_paused();
+        }
+
+        #[test]
+        fn fault_server_killed_and_restarted() {
+            lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
+        }
+
+        #[test]
+        fn fault_cut_off_between_commands() {
+            lesson().leaves_no_key_without_a_ttl_when_cut_off();
+        }
+
+        #[test]
+        fn keys_live_under_their_hash_tag_and_expire() {
+            lesson().keys_live_under_their_hash_tag_and_expire();
+        }
+
+        #[test]
+        fn server_clock_is_one_clock_for_every_app_server() {
+            lesson().server_clock_is_one_clock_for_every_app_server();
+        }
+
+        #[test]
+        fn timeline_three_servers_fixed_window() {
+            lesson().three_servers_snapshot($crate::redis::drive::RuleKind::FixedWindow);
+        }
+
+        #[test]
+        fn timeline_three_servers_gcra() {
+            lesson().three_servers_snapshot($crate::redis::drive::RuleKind::Gcra);
+        }
+    };
+}
+
+/// The checks every lesson shares, for one rule of lesson 08.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __redis_rule {
+    ($module:ident, $rule:ident) => {
+        mod $module {
+            fn lesson() -> &'static $crate::Lesson {
+                super::lesson().rule($crate::redis::drive::RuleKind::$rule)
+            }
+
+            $crate::config_tests!();
+
+            #[test]
+            fn agrees_with_reference() {
+                lesson().agrees_with_reference();
+            }
+
+            #[test]
+            fn agrees_with_model() {
+                lesson().agrees_with_model();
+            }
+
+            #[test]
+            fn keeps_the_limit() {
+                lesson().keeps_the_limit();
+            }
+
+            #[test]
+            fn answers_do_not_depend_on_the_thread() {
+                lesson().answers_do_not_depend_on_the_thread();
+            }
+
+            #[test]
+            fn keeps_long_bursts() {
+                lesson().keeps_long_bursts();
+            }
+
+            #[test]
+            fn answers_mean_what_they_say() {
+                lesson().answers_mean_what_they_say();
+            }
+
+            #[test]
+            fn survives_extremes() {
+                lesson().survives_extremes();
+            }
+
+            /// Three app servers taking requests in turn answer as one limiter.
+            #[test]
+            fn three_app_servers_agree_with_model() {
+                super::lesson()
+                    .servers($crate::redis::drive::RuleKind::$rule)
+                    .agrees_with_model();
+            }
+        }
     };
 }

@@ -122,10 +122,10 @@ impl Scenario {
 
 /// What one execution answered.
 #[derive(Clone, PartialEq, Eq, Debug)]
-struct Answers {
-    before: Vec<Decision>,
-    threads: Vec<Vec<Decision>>,
-    after: Vec<Decision>,
+pub(crate) struct Answers {
+    pub(crate) before: Vec<Decision>,
+    pub(crate) threads: Vec<Vec<Decision>>,
+    pub(crate) after: Vec<Decision>,
 }
 
 fn checked(limiter: &dyn RateLimiter, r: &Request) -> Decision {
@@ -178,7 +178,7 @@ fn execution(build: BuildShared, s: &Scenario) -> Answers {
 /// each call that is in order for its key must get the model's exact answer;
 /// a call that is late in that order (its key has seen a later timestamp) may
 /// get any answer the contract allows for late requests.
-fn linearizable(algorithm: Algorithm, s: &Scenario, got: &Answers) -> bool {
+pub(crate) fn linearizable(algorithm: Algorithm, s: &Scenario, got: &Answers) -> bool {
     fn take(model: &mut Model, r: &Request, answer: &Decision) -> bool {
         let now = r.now.as_nanos();
         if model.is_late(&r.key, now) {
@@ -223,7 +223,7 @@ fn linearizable(algorithm: Algorithm, s: &Scenario, got: &Answers) -> bool {
 
 /// Every outcome a one-at-a-time order of the scenario's calls can give,
 /// with the model's own answers to late calls: shown when a check fails.
-fn linearizations(algorithm: Algorithm, s: &Scenario) -> Vec<Answers> {
+pub(crate) fn linearizations(algorithm: Algorithm, s: &Scenario) -> Vec<Answers> {
     fn go(
         s: &Scenario,
         model: &Model,
@@ -284,7 +284,9 @@ fn linearizations(algorithm: Algorithm, s: &Scenario) -> Vec<Answers> {
     unique
 }
 
-fn show_answers(s: &Scenario, a: &Answers) -> String {
+/// The answers, one line per thread; `who` names a thread (`thread`, `app
+/// server`).
+pub(crate) fn show_answers(s: &Scenario, a: &Answers, who: &str) -> String {
     let line = |reqs: &[Request], ds: &[Decision]| {
         reqs.iter()
             .zip(ds)
@@ -300,10 +302,10 @@ fn show_answers(s: &Scenario, a: &Answers) -> String {
         ));
     }
     for (t, reqs) in s.threads.iter().enumerate() {
-        let label = if t == 0 {
+        let label = if t == 0 && who == "thread" {
             "thread 0 (main):".to_string()
         } else {
-            format!("thread {t}:")
+            format!("{who} {t}:")
         };
         out.push_str(&format!("  {label:<20} {}\n", line(reqs, &a.threads[t])));
     }
@@ -316,7 +318,7 @@ fn show_answers(s: &Scenario, a: &Answers) -> String {
     out
 }
 
-fn compact(a: &Answers) -> String {
+pub(crate) fn compact(a: &Answers, who: &str) -> String {
     let join = |ds: &[Decision]| {
         ds.iter()
             .map(|d| d.to_string())
@@ -327,7 +329,7 @@ fn compact(a: &Answers) -> String {
         .threads
         .iter()
         .enumerate()
-        .map(|(t, ds)| format!("thread {t}: {}", join(ds)))
+        .map(|(t, ds)| format!("{who} {t}: {}", join(ds)))
         .collect();
     if !a.after.is_empty() {
         parts.push(format!("after: {}", join(&a.after)));
@@ -442,10 +444,10 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
                 if !linearizable(algorithm, &s2, &got) {
                     let mut text = format!(
                         "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
-                        show_answers(&s2, &got)
+                        show_answers(&s2, &got, "thread")
                     );
                     for a in &allowed2 {
-                        text.push_str(&format!("  {}\n", compact(a)));
+                        text.push_str(&format!("  {}\n", compact(a, "thread")));
                     }
                     panic!("{text}");
                 }

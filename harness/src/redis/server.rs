@@ -1,0 +1,248 @@
+//! A real `redis-server`, started by the harness on a free loopback port with
+//! no persistence, and always stopped: when the [`RedisServer`] is dropped
+//! (a test that panics drops it too) and, on Linux, when the test process
+//! ends in any way, because the server is started from a thread that lives
+//! as long as the process with `PR_SET_PDEATHSIG` set.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+/// The program to run: `KATA_REDIS_SERVER`, or `redis-server` on `PATH`.
+pub fn program() -> String {
+    std::env::var("KATA_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into())
+}
+
+/// What to do when there is no `redis-server` to run.
+pub const INSTALL: &str = "Lesson 08 runs a real redis-server (7.x), and there is none on PATH. \
+Install it: `sudo apt-get install redis-server` (Debian, Ubuntu), `brew install redis` (macOS), \
+or point KATA_REDIS_SERVER at a redis-server binary (from a container image, say: \
+`docker create --name r redis:7 && docker cp r:/usr/local/bin/redis-server .`). The tests start \
+and stop their own server; nothing needs to be running.";
+
+/// How long a server may take to say it is ready.
+const READY_WITHIN: Duration = Duration::from_secs(10);
+
+/// One `redis-server` process of the harness's.
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    child: Mutex<Option<Child>>,
+}
+
+type Spawned = std::io::Result<Child>;
+
+/// Starts children from one thread that never ends, so that
+/// `PR_SET_PDEATHSIG` (which follows the thread that forked) fires only
+/// when the whole test process ends.
+fn spawn(mut command: Command) -> Spawned {
+    static KEEPER: OnceLock<Mutex<mpsc::Sender<(Command, mpsc::Sender<Spawned>)>>> =
+        OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<(Command, mpsc::Sender<Spawned>)>();
+        std::thread::Builder::new()
+            .name("kata-redis-keeper".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("a thread starts");
+        Mutex::new(tx)
+    });
+    #[cfg(target_os = "linux")]
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    keeper
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((command, tx))
+        .expect("the keeper thread lives as long as the process");
+    rx.recv().expect("the keeper thread answers")
+}
+
+fn free_port() -> std::io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl RedisServer {
+    /// A new server of its own, on a port no one else uses.
+    pub fn start() -> Result<RedisServer, String> {
+        let dir =
+            std::env::temp_dir().join(format!("kata-redis-{}-{}", std::process::id(), next_id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut last = String::new();
+        // A free port can be taken between the probe and the server's bind.
+        for _ in 0..5 {
+            let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+            let server = RedisServer {
+                port,
+                dir: dir.clone(),
+                child: Mutex::new(None),
+            };
+            match server.launch() {
+                Ok(()) => return Ok(server),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// The server every check of this test binary shares (each check keeps
+    /// to keys of its own prefix). Panics with the install sentence when
+    /// there is no `redis-server`.
+    pub fn shared() -> &'static RedisServer {
+        static SHARED: OnceLock<Result<RedisServer, String>> = OnceLock::new();
+        match SHARED.get_or_init(RedisServer::start) {
+            Ok(server) => server,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    fn launch(&self) -> Result<(), String> {
+        let mut command = Command::new(program());
+        command
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no", "--protected-mode", "no"])
+            .args(["--daemonize", "no", "--loglevel", "notice", "--logfile", ""])
+            .arg("--dir")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = match spawn(command) {
+            Ok(child) => child,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(INSTALL.to_string()),
+            Err(e) => return Err(format!("{} did not start: {e}", program())),
+        };
+        // Ready when it says so; its log is read to the end so that it
+        // never blocks on a full pipe.
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut log = Vec::new();
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.contains("Ready to accept connections") {
+                    let _ = tx.send(Ok(()));
+                } else if line.contains("# ") || line.contains("Could not") {
+                    log.push(line);
+                }
+            }
+            let _ = tx.send(Err(log.join("\n")));
+        });
+        let ready = rx.recv_timeout(READY_WITHIN);
+        *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
+        match ready {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(log)) => {
+                self.kill();
+                Err(format!(
+                    "redis-server on port {} stopped at start:\n{log}",
+                    self.port
+                ))
+            }
+            Err(_) => {
+                self.kill();
+                Err(format!(
+                    "redis-server on port {} did not say it was ready within {} s",
+                    self.port,
+                    READY_WITHIN.as_secs()
+                ))
+            }
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A connection of the harness's own, straight to the server.
+    pub fn admin(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .unwrap_or_else(|e| {
+                panic!(
+                    "the harness cannot reach its redis-server on port {}: {e}",
+                    self.port
+                )
+            })
+    }
+
+    fn signal(&self, signal: i32) {
+        if let Some(child) = self
+            .child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(child.id() as libc::pid_t, signal);
+            }
+        }
+    }
+
+    /// Stops the process where it is (SIGSTOP): connections stay open and
+    /// nothing answers.
+    pub fn pause(&self) {
+        self.signal(libc::SIGSTOP);
+    }
+
+    pub fn resume(&self) {
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Kills the process and waits for it: connections are refused.
+    pub fn kill(&self) {
+        if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A new process on the same port, empty (no persistence).
+    pub fn restart(&self) -> Result<(), String> {
+        self.kill();
+        let mut last = String::new();
+        for _ in 0..5 {
+            match self.launch() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.resume();
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A number no other call in this process got.
+pub fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
