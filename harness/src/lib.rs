@@ -776,6 +776,18 @@ macro_rules! redis_tests {
         fn timeline_three_servers_gcra() {
             lesson().three_servers_snapshot($crate::redis::drive::RuleKind::Gcra);
         }
+
+        /// Run by `cargo run -- compare 8 [TIMELINE]` (it sets `KATA_COMPARE`):
+        /// the timeline under each rule, yours beside the reference's.
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
+            for kind in $crate::redis::drive::RuleKind::ALL {
+                println!("== {}", kind.name());
+                lesson().rule(kind).print_comparison(&which);
+            }
+        }
     };
 }
 

@@ -256,11 +256,24 @@ fn find(lessons: &[Entry], number: u32) -> Result<&Entry, Refusal> {
 }
 
 fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
+    if entry.kind == kata_catalog::Kind::RedisLimiter && !on_path(&kata::redis::server::program()) {
+        eprintln!("{}\n", kata::redis::server::INSTALL);
+    }
     let outcome = suite::run(root, &entry.name, "learner");
     (
         runner::assess(&outcome, runner::untouched(root, entry)),
         outcome,
     )
+}
+
+/// Whether `program` names a file that exists, or one on `PATH`.
+fn on_path(program: &str) -> bool {
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        return path.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// A lesson's state for an overview: from the cache when nothing it depends

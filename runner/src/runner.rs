@@ -114,6 +114,8 @@ pub fn kind_label(kind: Kind) -> &'static str {
         Kind::Snapshot => "snapshots",
         Kind::Loom => "races (loom)",
         Kind::EndToEnd => "end to end",
+        Kind::Race => "races (app servers on Redis)",
+        Kind::Fault => "faults (Redis stopped)",
         Kind::Source => "source checks",
     }
 }
@@ -273,8 +275,10 @@ fn rank(kind: Kind) -> u8 {
         Kind::Snapshot => 2,
         Kind::Property => 3,
         Kind::Loom => 4,
-        Kind::EndToEnd => 5,
-        Kind::Source => 6,
+        Kind::Race => 5,
+        Kind::Fault => 6,
+        Kind::EndToEnd => 7,
+        Kind::Source => 8,
     }
 }
 

@@ -15,24 +15,36 @@ pub enum Kind {
     Loom,
     /// A real server on a loopback port and a real client (lesson 07 on).
     EndToEnd,
+    /// App servers' Redis commands in every order (lesson 08).
+    Race,
+    /// A Redis server paused, killed, restarted or cut off (lesson 08).
+    Fault,
     /// A source check (`uses_only_…`, `compiles_…`): what the file may use
     /// and how its types are bounded; not behavioural.
     Source,
 }
 
 impl Kind {
+    /// A test's kind, from the first part of its path that names one (a
+    /// lesson that runs the shared checks once per rule puts them in a
+    /// module per rule: `gcra::configuration::case_1`).
     pub fn of(test: &str) -> Kind {
+        let any = |prefix: &str| test.split("::").any(|part| part.starts_with(prefix));
         if test.starts_with("examples::") {
             Kind::Example
-        } else if test.starts_with("configuration") {
+        } else if any("configuration") {
             Kind::Config
-        } else if test.starts_with("timeline_") {
+        } else if any("timeline_") {
             Kind::Snapshot
-        } else if test.starts_with("loom_") {
+        } else if any("loom_") {
             Kind::Loom
-        } else if test.starts_with("end_to_end") {
+        } else if any("race_") {
+            Kind::Race
+        } else if any("fault_") {
+            Kind::Fault
+        } else if any("end_to_end") {
             Kind::EndToEnd
-        } else if test.starts_with("uses_only_") || test.starts_with("compiles_") {
+        } else if any("uses_only_") || any("compiles_") {
             Kind::Source
         } else {
             Kind::Property
@@ -47,6 +59,8 @@ impl Kind {
             Kind::Snapshot => "snapshot",
             Kind::Loom => "loom",
             Kind::EndToEnd => "end-to-end",
+            Kind::Race => "race",
+            Kind::Fault => "fault",
             Kind::Source => "source",
         }
     }
@@ -192,6 +206,13 @@ mod tests {
         assert_eq!(Kind::of("end_to_end_over_loopback"), Kind::EndToEnd);
         assert_eq!(Kind::of("compiles_over_any_limiter"), Kind::Source);
         assert_eq!(Kind::of("keeps_the_limit"), Kind::Property);
+        assert_eq!(
+            Kind::of("gcra::configuration::case_1_zero_limit"),
+            Kind::Config
+        );
+        assert_eq!(Kind::of("gcra::keeps_the_limit"), Kind::Property);
+        assert_eq!(Kind::of("race_burst_at_one_instant"), Kind::Race);
+        assert_eq!(Kind::of("fault_server_paused"), Kind::Fault);
         assert!(!Kind::of("uses_only_the_sync_facade").behavioural());
     }
 }

@@ -36,14 +36,16 @@ pub struct RedisServer {
 
 type Spawned = std::io::Result<Child>;
 
+/// A command to start, and where to send the child.
+type Request = (Command, mpsc::Sender<Spawned>);
+
 /// Starts children from one thread that never ends, so that
 /// `PR_SET_PDEATHSIG` (which follows the thread that forked) fires only
 /// when the whole test process ends.
 fn spawn(mut command: Command) -> Spawned {
-    static KEEPER: OnceLock<Mutex<mpsc::Sender<(Command, mpsc::Sender<Spawned>)>>> =
-        OnceLock::new();
+    static KEEPER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
     let keeper = KEEPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<(Command, mpsc::Sender<Spawned>)>();
+        let (tx, rx) = mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("kata-redis-keeper".into())
             .spawn(move || {
