@@ -32,6 +32,9 @@ fn main() {
         None => code.push_str(
             "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
         ),
+        Some(l) if l.kind == kata_catalog::Kind::RedisLimiter => code.push_str(
+            "/// Lesson 08's limiter talks to Redis: not measured here.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
+        ),
         Some(l) if l.kind == kata_catalog::Kind::HttpLayer => {
             code.push_str("/// Not a limiter: see `LAYER`.\npub const LESSON: Option<Lesson> = None;\n");
             let body = format!(

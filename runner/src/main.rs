@@ -104,6 +104,12 @@ enum Command {
 /// `cargo run -- bench N`: the bench crate's `versus` binary, built with
 /// only this lesson's learner file in it, in release mode.
 fn bench(root: &Path, entry: &Entry) -> Done {
+    if entry.kind == kata_catalog::Kind::RedisLimiter {
+        return Err(Refusal(format!(
+            "`bench` measures limiters in memory; {}'s cost is a round trip to Redis, which it does not measure yet",
+            entry.name
+        )));
+    }
     if !root.join("bench").join("Cargo.toml").exists() {
         return Err(Refusal(format!(
             "{} has no bench/ crate to measure with",
