@@ -864,7 +864,6 @@ fn keys_and_ttls(
             .arg("*")
             .query(&mut admin)
             .map_err(|e| e.to_string())?;
-        let took = started.elapsed().as_millis();
         let at = format!(
             "after request {i}, {} -> {}",
             call(&r.key, r.now),
@@ -894,6 +893,8 @@ fn keys_and_ttls(
                 .arg(key)
                 .query(&mut admin)
                 .map_err(|e| e.to_string())?;
+            // Since the call began: the time to live may have run down as long.
+            let took = started.elapsed().as_millis();
             if ttl == -1 {
                 return Err(format!(
                     "{at}: key {key:?} has no time to live: nothing will ever delete it. Every key a script \
