@@ -37,6 +37,7 @@ reference!(lesson_05, "../../solutions/lesson_05.rs");
 reference!(lesson_06, "../../solutions/lesson_06.rs");
 reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
 reference!(lesson_07, "../../solutions/lesson_07.rs");
+reference!(lesson_08, "../../solutions/lesson_08.rs");
 
 pub mod layer;
 
