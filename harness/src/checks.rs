@@ -114,6 +114,12 @@ impl Lesson {
         }
     }
 
+    /// The same lesson under another title (in every failure's first line).
+    pub fn titled(mut self, title: &'static str) -> Lesson {
+        self.title = title;
+        self
+    }
+
     /// The same lesson with each property's cases divided by `divisor`.
     pub fn with_fewer_cases(mut self, divisor: u32) -> Lesson {
         self.divisor = divisor.max(1);
@@ -1213,10 +1219,14 @@ fn probe(ctx: Ctx, t: &Timeline) -> Result<(), String> {
                     ));
                 }
                 if after[remaining as usize].is_allowed() {
-                    return fail(format!(
-                        "but in a replay {} further requests at that instant were all allowed",
-                        remaining + 1
-                    ));
+                    return fail(if remaining == 0 {
+                        "but in a replay a further request at that instant was allowed".to_string()
+                    } else {
+                        format!(
+                            "but in a replay {} further requests at that instant were all allowed",
+                            remaining + 1
+                        )
+                    });
                 }
             }
             Decision::Denied { retry_after } => {

@@ -404,7 +404,7 @@ fn summarize(root: &Path, entry: &Entry, details: bool) -> ExitCode {
     for (kind, (failed, total)) in runner::by_kind(&outcome) {
         let mark = if failed == 0 { "ok  " } else { "FAIL" };
         println!(
-            "  {mark}  {:<14} {} of {total} passed",
+            "  {mark}  {:<20} {} of {total} passed",
             runner::kind_label(kind),
             total - failed
         );

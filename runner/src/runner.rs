@@ -114,8 +114,8 @@ pub fn kind_label(kind: Kind) -> &'static str {
         Kind::Snapshot => "snapshots",
         Kind::Loom => "races (loom)",
         Kind::EndToEnd => "end to end",
-        Kind::Race => "races (app servers on Redis)",
-        Kind::Fault => "faults (Redis stopped)",
+        Kind::Race => "races (Redis)",
+        Kind::Fault => "faults (Redis down)",
         Kind::Source => "source checks",
     }
 }

@@ -51,6 +51,11 @@ pub struct RedisLesson {
     servers: Vec<Lesson>,
 }
 
+/// A title made once for the life of the test binary.
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
 fn project<W: Copy>(
     i: &Implementations<RedisImpl>,
     f: impl Fn(&RedisImpl) -> W,
@@ -87,7 +92,7 @@ impl RedisLesson {
         implementations: Implementations<RedisImpl>,
     ) -> RedisLesson {
         let subject = implementations.subject_from_env(root);
-        let lessons = |pick: fn(&RedisImpl) -> [Variant; 3]| {
+        let lessons = |pick: fn(&RedisImpl) -> [Variant; 3], how: &str| {
             RuleKind::ALL
                 .iter()
                 .enumerate()
@@ -101,6 +106,7 @@ impl RedisLesson {
                         project(&implementations, |v| pick(v)[i]),
                     )
                     .with_fewer_cases(CASE_DIVISOR)
+                    .titled(leak(format!("{title}: {}{how}", kind.name())))
                 })
                 .collect()
         };
@@ -110,8 +116,11 @@ impl RedisLesson {
             title,
             limiter,
             subject,
-            single: lessons(|v| v.single),
-            servers: lessons(|v| v.servers),
+            single: lessons(|v| v.single, ", one app server"),
+            servers: lessons(
+                |v| v.servers,
+                ", three app servers taking requests in turn over one Redis",
+            ),
             implementations,
         }
     }
@@ -185,7 +194,7 @@ impl RedisLesson {
                 .map(|i| {
                     let mut settings = settings_on(server);
                     settings.prefix = prefix.to_string();
-                    settings.client = redis::Client::open(proxy.url(i)).expect("a valid URL");
+                    settings.client = super::client(&proxy.url(i)).expect("a valid URL");
                     build(rule, settings).map_err(|e| format!("new({rule:?}) returned Err({e:?})"))
                 })
                 .collect()
@@ -480,7 +489,7 @@ impl RedisLesson {
             let rule = kind.rule(3, Duration::from_secs(3600));
             for cut in 1..=8 {
                 let mut settings = settings_on(server);
-                settings.client = redis::Client::open(proxy.url(0)).expect("a valid URL");
+                settings.client = super::client(&proxy.url(0)).expect("a valid URL");
                 let prefix = settings.prefix.clone();
                 let limiter = (self.tested().build)(rule, settings)
                     .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"));
@@ -553,7 +562,7 @@ impl RedisLesson {
             let result = run_cases(
                 self.subject,
                 24,
-                64,
+                1024,
                 &strategy,
                 crate::checks::nth_request,
                 move |t: &Timeline| keys_and_ttls(build, kind, &server, &proxy, t),
@@ -839,7 +848,7 @@ fn keys_and_ttls(
     proxy.close_all();
     proxy.clear_log();
     let mut settings = settings_on(server);
-    settings.client = redis::Client::open(proxy.url(0)).expect("a valid URL");
+    settings.client = super::client(&proxy.url(0)).expect("a valid URL");
     let prefix = settings.prefix.clone();
     let rule = kind.rule(t.config.limit, t.config.period);
     let limiter =

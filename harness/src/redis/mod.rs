@@ -117,7 +117,7 @@ impl Settings {
     /// The defaults: keys under `rl:`, a 50 ms timeout, closed with a
     /// one-second `retry_after`, one second of grace on every time to live.
     pub fn new(url: &str) -> Result<Settings, SettingsError> {
-        let client = redis::Client::open(url).map_err(|e| SettingsError::Url(e.to_string()))?;
+        let client = client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
         Ok(Settings {
             client,
             prefix: "rl:".into(),
@@ -147,6 +147,17 @@ impl Settings {
     pub fn key(&self, key: &str, part: &str) -> String {
         format!("{}{{{key}}}:{part}", self.prefix)
     }
+}
+
+/// A client for `url` that sends nothing when it connects: the redis
+/// crate would otherwise send `CLIENT SETINFO` twice and wait for each
+/// reply, and a connection to a server that does not answer would then take
+/// more than one timeout before the call's own command was even sent.
+pub fn client(url: &str) -> Result<redis::Client, RedisError> {
+    use redis::IntoConnectionInfo as _;
+    let info = url.into_connection_info()?;
+    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
+    redis::Client::open(info.set_redis_settings(quiet))
 }
 
 impl Rule {

@@ -179,7 +179,7 @@ impl RedisServer {
 
     /// A connection of the harness's own, straight to the server.
     pub fn admin(&self) -> redis::Connection {
-        redis::Client::open(self.url())
+        super::client(&self.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
             .unwrap_or_else(|e| {
                 panic!(
