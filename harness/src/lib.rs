@@ -701,14 +701,6 @@ macro_rules! redis_tests {
 
         $crate::__redis_rule!(fixed_window, FixedWindow);
 
-        /// More distinct keys than any fixed number of buckets (the key
-        /// names are the same code for every rule).
-        #[test]
-        fn keeps_many_keys_apart() {
-            lesson()
-                .rule($crate::redis::drive::RuleKind::FixedWindow)
-                .keeps_many_keys_apart();
-        }
         $crate::__redis_rule!(sliding_log, SlidingLog);
         $crate::__redis_rule!(gcra, Gcra);
 

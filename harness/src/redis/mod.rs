@@ -78,7 +78,7 @@ pub struct Settings {
     /// connect).
     pub client: redis::Client,
     /// Prepended to every key the limiter writes: a client key `k` lives in
-    /// keys that start `{prefix}{k}`.
+    /// keys that start `{prefix}{k:{k}}` ([`Settings::key`]).
     pub prefix: String,
     /// The longest a `check` may wait on Redis, connecting included.
     pub timeout: Duration,
@@ -142,10 +142,13 @@ impl Settings {
         Ok(())
     }
 
-    /// The name of one Redis key of client key `key`: the prefix, the
-    /// client key as the key's hash tag, then `part` (`fw`, `log`, …).
+    /// The name of one Redis key of client key `key`: the prefix, `{k:`
+    /// and the client key, `}:`, then `part` (`fw`, `log`, …). What stands
+    /// between the braces is the key's hash tag, the same for every part
+    /// and never empty (an empty tag, as `{}` would be for the empty client
+    /// key, makes Redis hash the whole name instead).
     pub fn key(&self, key: &str, part: &str) -> String {
-        format!("{}{{{key}}}:{part}", self.prefix)
+        format!("{}{{k:{key}}}:{part}", self.prefix)
     }
 }
 

@@ -112,6 +112,9 @@ pub struct Step {
 
 struct Conn {
     client: usize,
+    /// Commands taken from the queue and not yet answered: while there is
+    /// one, a later command of the connection queues behind it.
+    busy: std::sync::atomic::AtomicUsize,
     to_client: Mutex<TcpStream>,
     upstream: Mutex<Option<(TcpStream, BufReader<TcpStream>)>>,
 }
@@ -234,7 +237,8 @@ impl Proxy {
 
     /// Runs one closure per client on threads of their own, releasing their
     /// data commands one at a time: `choose` picks, among the clients with a
-    /// command waiting, the index of the one to go next. With `cut_after`,
+    /// command waiting, the index of the one to go next (it is asked even
+    /// when there is one). With `cut_after`,
     /// every connection is cut once that many commands were forwarded, and
     /// later ones are refused. Returns what each closure returned (`None` if
     /// it panicked, with the panic's text) and the steps, or a sentence when a
@@ -312,20 +316,20 @@ impl Proxy {
             if let Some(i) = (0..n).find(|&i| st.pending[i].front().is_some_and(|(_, c)| c.free()))
             {
                 let (conn, command) = st.pending[i].pop_front().expect("found above");
+                conn.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 drop(st);
                 conn.forward(&command);
+                conn.busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
                 continue;
             }
             let ready: Vec<usize> = (0..n).filter(|&i| !st.pending[i].is_empty()).collect();
-            let pick = if ready.len() == 1 {
-                0
-            } else {
-                choose(&ready).min(ready.len() - 1)
-            };
+            let pick = choose(&ready).min(ready.len() - 1);
             let client = ready[pick];
             let (conn, command) = st.pending[client].pop_front().expect("ready");
+            conn.busy.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             drop(st);
             let reply = conn.forward(&command);
+            conn.busy.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             steps.push(Step {
                 client,
                 command,
@@ -413,6 +417,7 @@ fn accept(listener: TcpListener, client: usize, shared: Arc<Shared>) {
         };
         let conn = Arc::new(Conn {
             client,
+            busy: std::sync::atomic::AtomicUsize::new(0),
             to_client: Mutex::new(to_client),
             upstream: Mutex::new(Some((upstream, BufReader::new(up_reader)))),
         });
@@ -433,10 +438,12 @@ fn serve(mut from_client: BufReader<TcpStream>, conn: Arc<Conn>, shared: Arc<Sha
             conn.cut();
             return;
         }
-        let queued = st
-            .pending
-            .get(conn.client)
-            .is_some_and(|q| q.iter().any(|(c, _)| Arc::ptr_eq(c, &conn)));
+        let busy = conn.busy.load(std::sync::atomic::Ordering::SeqCst) > 0;
+        let queued = busy
+            || st
+                .pending
+                .get(conn.client)
+                .is_some_and(|q| q.iter().any(|(c, _)| Arc::ptr_eq(c, &conn)));
         if st.scheduled && (!command.free() || queued) {
             st.pending[conn.client].push_back((conn.clone(), command));
             drop(st);
@@ -552,7 +559,7 @@ mod tests {
         let mut r = io::Cursor::new(b"*3\r\n:1\r\n$-1\r\n*1\r\n$2\r\nok\r\n+tail".to_vec());
         let (raw, text) = read_reply(&mut r).unwrap();
         assert_eq!(text, "[1, nil, [\"ok\"]]");
-        assert_eq!(raw.len(), 27);
+        assert_eq!(raw.len(), 25);
         let c = Command {
             raw: vec![],
             args: ["EVALSHA", "abc", "2", "x", "y", "5"]

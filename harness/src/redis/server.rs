@@ -73,17 +73,26 @@ fn spawn(mut command: Command) -> Spawned {
     rx.recv().expect("the keeper thread answers")
 }
 
+/// A port free now, below Linux's range for outgoing connections (32768
+/// on): no connection of a parallel test can take it while the server is
+/// restarted on it.
 fn free_port() -> std::io::Result<u16> {
+    let seed = u64::from(std::process::id()) * 7919 + next_id() * 104_729;
+    for i in 0..2_000u64 {
+        let port = 20_000 + ((seed + i * 7_127) % 12_000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 impl RedisServer {
     /// A new server of its own, on a port no one else uses.
     pub fn start() -> Result<RedisServer, String> {
-        let dir =
-            std::env::temp_dir().join(format!("kata-redis-{}-{}", std::process::id(), next_id()));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // With no persistence the server writes no file: its folder is the
+        // system's temporary one, and nothing is left behind.
+        let dir = std::env::temp_dir();
         let mut last = String::new();
         // A free port can be taken between the probe and the server's bind.
         for _ in 0..5 {
@@ -146,7 +155,22 @@ impl RedisServer {
         let ready = rx.recv_timeout(READY_WITHIN);
         *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child);
         match ready {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                // And it answers.
+                let pong: Result<String, _> = super::client(&self.url())
+                    .and_then(|c| c.get_connection_with_timeout(READY_WITHIN))
+                    .and_then(|mut c| redis::cmd("PING").query(&mut c));
+                match pong {
+                    Ok(p) if p == "PONG" => Ok(()),
+                    other => {
+                        self.kill();
+                        Err(format!(
+                            "redis-server on port {} did not answer PING: {other:?}",
+                            self.port
+                        ))
+                    }
+                }
+            }
             Ok(Err(log)) => {
                 self.kill();
                 Err(format!(
@@ -239,7 +263,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.resume();
         self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
