@@ -1,0 +1,328 @@
+//! Lesson 08, another design: the same contract as `solutions/lesson_08.rs`,
+//! kept differently.
+//!
+//! - The fixed window is known by its end, not its number: Rust sends the
+//!   end and now as pairs, and the script computes the key's time to live
+//!   itself (the end minus now, rounded up to milliseconds), so a late
+//!   request that counts in a newer window keeps that window's expiry.
+//! - The sliding log keeps no "latest instant" field: a late request is
+//!   decided at the newest entry of the log, and the cut-off is computed in
+//!   the script from that entry.
+//! - The GCRA's TAT lives in a key of its own name (`gcra`), two fields.
+//! - Each script answers with strings, parsed in Rust.
+
+use std::time::Duration;
+
+#[allow(unused_imports)] // use what you need, from here only
+use super::sync::Mutex;
+#[allow(unused_imports)]
+use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule, Settings};
+use kata::{ConfigError, Decision, RateLimiter, Timestamp};
+#[allow(unused_imports)]
+use redis::{Connection, Script};
+
+/// Pair arithmetic: every instant is (whole seconds, nanoseconds past them).
+const PAIRS: &str = r"
+local B = 1000000000
+local function add(as, an, bs, bn)
+  local n = an + bn
+  if n >= B then return as + bs + 1, n - B end
+  return as + bs, n
+end
+-- a - b, for a >= b
+local function sub(as, an, bs, bn)
+  local n = an - bn
+  if n < 0 then return as - bs - 1, n + B end
+  return as - bs, n
+end
+local function lt(as, an, bs, bn) return as < bs or (as == bs and an < bn) end
+local function le(as, an, bs, bn) return as < bs or (as == bs and an <= bn) end
+-- a duration as whole milliseconds, rounded up (n < 10^9, so exact)
+local function ms(s, n) return s * 1000 + math.ceil(n / 1000000) end
+";
+
+/// KEYS[1] the window's hash. ARGV: the window's end (s, n), now (s, n),
+/// limit, grace in ms. The window is known by its end.
+const FIXED_WINDOW: &str = r"
+local es, en = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ns, nn = tonumber(ARGV[3]), tonumber(ARGV[4])
+local limit = tonumber(ARGV[5])
+local grace = tonumber(ARGV[6])
+local st = redis.call('HMGET', KEYS[1], 'es', 'en', 'c')
+local count = 0
+if st[1] then
+  local ss, sn = tonumber(st[1]), tonumber(st[2])
+  if le(es, en, ss, sn) then
+    -- the same window, or a late request: it counts in the stored one
+    es, en = ss, sn
+    count = tonumber(st[3])
+  end
+end
+if count >= limit then
+  return {0, count, tostring(es), tostring(en)}
+end
+count = count + 1
+redis.call('HSET', KEYS[1], 'es', tostring(es), 'en', tostring(en), 'c', count)
+local ds, dn = sub(es, en, ns, nn)
+redis.call('PEXPIRE', KEYS[1], ms(ds, dn) + grace)
+return {1, count, tostring(es), tostring(en)}
+";
+
+/// KEYS[1] the log (a sorted set, all scores 0), KEYS[2] the sequence.
+/// ARGV: now (s, n), W (s, n), limit, grace in ms.
+const SLIDING_LOG: &str = r"
+local ns, nn = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ws, wn = tonumber(ARGV[3]), tonumber(ARGV[4])
+local limit = tonumber(ARGV[5])
+local grace = tonumber(ARGV[6])
+local function fmt(s, n) return string.format('%011d%09d', s, n) end
+local function parse(m)
+  return tonumber(string.sub(m, 1, 11)), tonumber(string.sub(m, 12, 20))
+end
+-- a late request is decided at the newest entry's instant
+local ts, tn = ns, nn
+local newest = redis.call('ZRANGE', KEYS[1], -1, -1)
+if newest[1] then
+  local s, n = parse(newest[1])
+  if lt(ts, tn, s, n) then ts, tn = s, n end
+end
+-- drop the entries at or before t - W
+local cs, cn = add(ts, tn, 0, 1)
+if le(ws, wn, cs, cn) then
+  local rs, rn = sub(cs, cn, ws, wn)
+  redis.call('ZREMRANGEBYLEX', KEYS[1], '-', '(' .. fmt(rs, rn))
+end
+local count = redis.call('ZCARD', KEYS[1])
+if count >= limit then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0)
+  local os, on = parse(oldest[1])
+  return {0, count, tostring(os), tostring(on)}
+end
+local seq = redis.call('HINCRBY', KEYS[2], 'seq', 1)
+redis.call('ZADD', KEYS[1], 0, fmt(ts, tn) .. ':' .. seq)
+-- the newest entry leaves the window at t + W
+local es, en = add(ts, tn, ws, wn)
+local ds, dn = sub(es, en, ns, nn)
+local ttl = ms(ds, dn) + grace
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {1, count + 1, '0', '0'}
+";
+
+/// KEYS[1] the theoretical arrival time. ARGV: now (s, n) or 'server',
+/// T (s, n), tau (s, n), grace in ms.
+const GCRA: &str = r"
+local ns, nn
+if ARGV[1] == 'server' then
+  local t = redis.call('TIME')
+  ns, nn = tonumber(t[1]), tonumber(t[2]) * 1000
+else
+  ns, nn = tonumber(ARGV[1]), tonumber(ARGV[2])
+end
+local ts, tn = tonumber(ARGV[3]), tonumber(ARGV[4])
+local us, un = tonumber(ARGV[5]), tonumber(ARGV[6])
+local grace = tonumber(ARGV[7])
+local as, an = ns, nn
+local st = redis.call('HMGET', KEYS[1], 's', 'n')
+if st[1] then
+  local s, n = tonumber(st[1]), tonumber(st[2])
+  if lt(as, an, s, n) then as, an = s, n end
+end
+local ls, ln = add(ns, nn, us, un)
+if lt(ls, ln, as, an) then
+  return {0, tostring(as), tostring(an), tostring(ns), tostring(nn)}
+end
+local xs, xn = add(as, an, ts, tn)
+redis.call('HSET', KEYS[1], 's', tostring(xs), 'n', tostring(xn))
+local ds, dn = sub(xs, xn, ns, nn)
+redis.call('PEXPIRE', KEYS[1], ms(ds, dn) + grace)
+return {1, tostring(xs), tostring(xn), tostring(ns), tostring(nn)}
+";
+
+const B: u128 = 1_000_000_000;
+/// No count reaches 2^53, and a Lua number is exact up to there.
+const MAX_LIMIT: u64 = 1 << 53;
+
+/// An instant or duration (at most ~2^65 ns) as (seconds, nanos), both as text.
+fn pair(x: u128) -> (String, String) {
+    ((x / B).to_string(), (x % B).to_string())
+}
+
+fn unpair(s: &str, n: &str) -> Result<u128, RedisError> {
+    let bad = || RedisError::from((redis::ErrorKind::Parse, "bad pair from the script"));
+    let s: u128 = s.parse().map_err(|_| bad())?;
+    let n: u128 = n.parse().map_err(|_| bad())?;
+    Ok(s * B + n)
+}
+
+fn nanos(d: u128) -> Duration {
+    let d = d.clamp(1, u64::MAX as u128) as u64;
+    Duration::from_nanos(d)
+}
+
+pub struct RedisLimiter {
+    rule: Rule,
+    settings: Settings,
+    script: Script,
+    idle: Mutex<Vec<Connection>>,
+    local: LocalLimiter,
+}
+
+impl RedisLimiter {
+    /// Checks the rule (`rule.validate()`) and prepares the script. Connects
+    /// to nothing yet: a limiter built while Redis is down must work once
+    /// Redis is up.
+    pub fn new(rule: Rule, settings: Settings) -> Result<Self, ConfigError> {
+        rule.validate()?;
+        let body = match rule {
+            Rule::FixedWindow { .. } => FIXED_WINDOW,
+            Rule::SlidingLog { .. } => SLIDING_LOG,
+            Rule::Gcra { .. } => GCRA,
+        };
+        let script = Script::new(&format!("{PAIRS}{body}"));
+        let local = LocalLimiter::new(&rule)?;
+        Ok(RedisLimiter {
+            rule,
+            settings,
+            script,
+            idle: Mutex::new(Vec::new()),
+            local,
+        })
+    }
+
+    /// A connection whose connect, read and write each wait at most
+    /// `settings.timeout` (a fresh connection sends no command of its own).
+    fn connection(&self) -> Result<Connection, RedisError> {
+        let t = self.settings.timeout;
+        if let Some(con) = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Ok(con);
+        }
+        let con = self.settings.client.get_connection_with_timeout(t)?;
+        con.set_read_timeout(Some(t))?;
+        con.set_write_timeout(Some(t))?;
+        Ok(con)
+    }
+
+    /// Redis's answer, or the error that kept Redis from answering: one
+    /// script, with every key it touches in KEYS[], never waiting longer
+    /// than `settings.timeout`.
+    pub fn try_check(&self, key: &str, now: Timestamp) -> Result<Decision, RedisError> {
+        let mut con = self.connection()?;
+        let r = self.decide(&mut con, key, now);
+        // A connection whose call failed may still owe a reply: drop it.
+        if r.is_ok() {
+            self.idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(con);
+        }
+        r
+    }
+
+    fn decide(
+        &self,
+        con: &mut Connection,
+        key: &str,
+        now: Timestamp,
+    ) -> Result<Decision, RedisError> {
+        let now = now.as_nanos() as u128;
+        let grace = self.settings.ttl_grace.as_nanos().div_ceil(1_000_000) as u64;
+        let (ns, nn) = pair(now);
+        let mut call = self.script.prepare_invoke();
+        match self.rule {
+            Rule::FixedWindow { limit, window } => {
+                let w = window.as_nanos();
+                let end = (now / w + 1) * w;
+                let (es, en) = pair(end);
+                call.key(self.settings.key(key, "fw"))
+                    .arg(es)
+                    .arg(en)
+                    .arg(ns)
+                    .arg(nn)
+                    .arg(limit.min(MAX_LIMIT))
+                    .arg(grace);
+                let (ok, count, es, en): (u8, u64, String, String) = call.invoke(con)?;
+                if ok == 1 {
+                    Ok(Decision::Allowed {
+                        remaining: limit - count,
+                    })
+                } else {
+                    let end = unpair(&es, &en)?;
+                    Ok(Decision::Denied {
+                        retry_after: nanos(end.saturating_sub(now)),
+                    })
+                }
+            }
+            Rule::SlidingLog { limit, window } => {
+                let (ws, wn) = pair(window.as_nanos());
+                call.key(self.settings.key(key, "log"))
+                    .key(self.settings.key(key, "seq"))
+                    .arg(ns)
+                    .arg(nn)
+                    .arg(ws)
+                    .arg(wn)
+                    .arg(limit.min(MAX_LIMIT))
+                    .arg(grace);
+                let (ok, count, os, on): (u8, u64, String, String) = call.invoke(con)?;
+                if ok == 1 {
+                    Ok(Decision::Allowed {
+                        remaining: limit - count,
+                    })
+                } else {
+                    let leaves = unpair(&os, &on)? + window.as_nanos();
+                    Ok(Decision::Denied {
+                        retry_after: nanos(leaves.saturating_sub(now)),
+                    })
+                }
+            }
+            Rule::Gcra {
+                capacity,
+                refill_every,
+                clock,
+            } => {
+                let t = refill_every.as_nanos();
+                let tau = (capacity as u128 - 1) * t;
+                call.key(self.settings.key(key, "gcra"));
+                match clock {
+                    Clock::Passed => call.arg(ns).arg(nn),
+                    Clock::Server => call.arg("server").arg(0),
+                };
+                let (ts, tn) = pair(t);
+                let (us, un) = pair(tau);
+                call.arg(ts).arg(tn).arg(us).arg(un).arg(grace);
+                let (ok, xs, xn, ns, nn): (u8, String, String, String, String) =
+                    call.invoke(con)?;
+                let tat = unpair(&xs, &xn)?;
+                let now = unpair(&ns, &nn)?;
+                if ok == 1 {
+                    let remaining = if tat <= now + tau {
+                        (now + tau - tat) / t + 1
+                    } else {
+                        0
+                    };
+                    Ok(Decision::Allowed {
+                        remaining: remaining.min(u64::MAX as u128) as u64,
+                    })
+                } else {
+                    Ok(Decision::Denied {
+                        retry_after: nanos(tat - tau - now),
+                    })
+                }
+            }
+        }
+    }
+}
+
+impl RateLimiter for RedisLimiter {
+    /// `try_check`, or, when it fails, what `settings.on_failure` says.
+    fn check(&self, key: &str, now: Timestamp) -> Decision {
+        match self.try_check(key, now) {
+            Ok(d) => d,
+            Err(_) => match self.settings.on_failure {
+                OnFailure::Open => Decision::Allowed { remaining: 0 },
+                OnFailure::Closed { retry_after } => Decision::Denied { retry_after },
+                OnFailure::Local => self.local.check(key, now),
+            },
+        }
+    }
+}
