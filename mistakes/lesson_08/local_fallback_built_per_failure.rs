@@ -7,7 +7,7 @@
 //! other: every request is its key's first, every one is allowed, and during an
 //! outage the service runs with no limit at all.
 //!
-//! Shows: the last answers should be allowed, 1 remaining, allowed, 0 remaining, allowed, 2 remaining (the policy's answers, at once)
+//! Shows: the last answers should be allowed, 1 remaining, allowed, 0 remaining, allowed, 2 remaining, denied
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! far past "the longest a check may wait on Redis", and the failure policy
 //! comes too late for all but the first.
 //!
-//! Shows: a call did not return within 550ms (twice the timeout and 150ms)
+//! Shows: a call did not return within 450ms (the timeout and 200ms)
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! ms, not 61 s: the log is deleted while its entries still count, and a client
 //! gets a fresh quota every few milliseconds.
 //!
-//! Shows: the check of keys and times to live (sliding log) fails for
+//! Shows: the check of keys and times to live (sliding log, InOrder timelines) fails for
 
 use std::time::Duration;
 

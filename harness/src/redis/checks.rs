@@ -84,8 +84,8 @@ const PREEMPTIONS: usize = 2;
 
 /// The timeout the failure checks configure, and the margin a call may
 /// take past it.
-const FAULT_TIMEOUT: Duration = Duration::from_millis(200);
-const FAULT_MARGIN: Duration = Duration::from_millis(150);
+const FAULT_TIMEOUT: Duration = Duration::from_millis(250);
+const FAULT_MARGIN: Duration = Duration::from_millis(200);
 
 impl RedisLesson {
     pub fn new(
@@ -436,9 +436,9 @@ impl RedisLesson {
                         .map(|k| call(k, at))
                         .collect::<Vec<_>>()
                         .join(" and, at once, ");
-                    // One timeout is what a call waits; the second is room
-                    // for a connection made in the same call.
-                    let most = FAULT_TIMEOUT * 2 + FAULT_MARGIN;
+                    // One timeout is what a call waits: connecting to a
+                    // stopped server is the kernel's work, at once.
+                    let most = FAULT_TIMEOUT + FAULT_MARGIN;
                     let mut got = vec![None; keys.len()];
                     for _ in keys {
                         let left = most.saturating_sub(started.elapsed());
@@ -457,7 +457,7 @@ impl RedisLesson {
                             Err(_) => self.fail(
                                 &format!("the failure policy with {what}"),
                                 format!(
-                                    "{setup}:\n{}  {calls}: a call did not return within {:?} (twice the \
+                                    "{setup}:\n{}  {calls}: a call did not return within {:?} (the \
                                      timeout and {:?}). A round trip to Redis must never wait longer than the \
                                      timeout, a call makes one attempt, and concurrent calls do not wait for \
                                      each other: connect with `settings.client.get_connection_with_timeout`, \
@@ -512,9 +512,9 @@ impl RedisLesson {
                     want,
                     "the policy's answer, Redis stopped",
                 );
-                // Three at once, two keys: no call waits for another's
+                // Six at once, two keys: no call waits for another's
                 // timeout, and a local fallback keeps its keys apart.
-                let keys = ["k", "k", "j"];
+                let keys = ["k", "k", "j", "k", "j", "j"];
                 let want = keys
                     .iter()
                     .map(|k| policy_answer(on_failure, &fallback, k, at))
@@ -556,6 +556,65 @@ impl RedisLesson {
                     vec![Decision::Allowed { remaining: 1 }],
                     "Redis's answer: the server is back, and the same instance must use it again",
                 );
+            }
+        }
+    }
+
+    /// A server that cannot be reached (connections never complete): the
+    /// policy's answer within the timeout, for a limiter that has never
+    /// connected.
+    pub fn follows_its_failure_policy_when_the_server_is_unreachable(&self) {
+        let unreachable = super::server::Unreachable::new();
+        let at = Timestamp::from_secs(10);
+        for on_failure in [
+            OnFailure::Closed {
+                retry_after: Duration::from_secs(7),
+            },
+            OnFailure::Open,
+        ] {
+            let rule = RuleKind::FixedWindow.rule(3, Duration::from_secs(3600));
+            let mut settings = settings_on(RedisServer::shared());
+            settings.client = super::client(&unreachable.url()).expect("a valid URL");
+            settings.timeout = FAULT_TIMEOUT;
+            settings.on_failure = on_failure;
+            let limiter = (self.tested().build)(rule, settings)
+                .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"));
+            // Six calls at once: none may wait for another's connection.
+            let (tx, rx) = std::sync::mpsc::channel();
+            for _ in 0..6 {
+                let (limiter, tx) = (limiter.clone(), tx.clone());
+                std::thread::spawn(move || {
+                    let _ = tx.send(limiter.check("k", at));
+                });
+            }
+            let started = Instant::now();
+            let most = FAULT_TIMEOUT + FAULT_MARGIN;
+            let want = policy_answer(on_failure, &local(&rule), "k", at);
+            for _ in 0..6 {
+                match rx.recv_timeout(most.saturating_sub(started.elapsed())) {
+                Ok(got) if got == want => {}
+                Ok(got) => self.fail(
+                    "the failure policy with the server unreachable",
+                    format!(
+                        "a fixed window, timeout {FAULT_TIMEOUT:?}, on_failure {on_failure:?}, and a server whose \
+                         connections never complete: {} -> {}, where the policy says {}.",
+                        call("k", at),
+                        describe(&got),
+                        describe(&want)
+                    ),
+                ),
+                Err(_) => self.fail(
+                    "the failure policy with the server unreachable",
+                    format!(
+                        "a fixed window, timeout {FAULT_TIMEOUT:?}, on_failure {on_failure:?}, and a server whose \
+                         connections never complete (a host gone, a firewall that drops): six calls \
+                         {} at once, and one did not return within {most:?}. Connecting waits too: \
+                         connect with `settings.client.get_connection_with_timeout(settings.timeout)`, \
+                         and never while holding a lock another call needs.",
+                        call("k", at)
+                    ),
+                ),
+            }
             }
         }
     }
@@ -660,9 +719,13 @@ impl RedisLesson {
     pub fn keys_live_under_their_hash_tag_and_expire(&self) {
         let server = Arc::new(RedisServer::start().unwrap_or_else(|e| panic!("{e}")));
         let proxy = Arc::new(Proxy::start(server.addr(), 1));
-        for kind in RuleKind::ALL {
+        let shapes = [crate::gen::Shape::InOrder, crate::gen::Shape::OutOfOrder];
+        for (kind, shape) in RuleKind::ALL
+            .into_iter()
+            .flat_map(|k| shapes.map(|s| (k, s)))
+        {
             let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
-            let strategy = crate::gen::timelines(algorithm, crate::gen::Shape::InOrder);
+            let strategy = crate::gen::timelines(algorithm, shape);
             let build = self.tested().build;
             let (server, proxy) = (server.clone(), proxy.clone());
             let result = run_cases(
@@ -675,7 +738,10 @@ impl RedisLesson {
             );
             if let Err(failed) = result {
                 self.fail(
-                    &format!("the check of keys and times to live ({})", kind.name()),
+                    &format!(
+                        "the check of keys and times to live ({}, {shape:?} timelines)",
+                        kind.name()
+                    ),
                     format!("timeline: {:?}\n\n{}", failed.value, failed.reason),
                 );
             }
@@ -709,6 +775,10 @@ impl RedisLesson {
             Timestamp::from_secs(7),
         ];
         let mut script = String::new();
+        let mut admin = server.admin();
+        let now_ms =
+            |admin: &mut redis::Connection| server_ms(admin).unwrap_or_else(|e| panic!("{e}"));
+        let first_ms = now_ms(&mut admin);
         for i in 0..3 * capacity as usize {
             let s = i % SERVERS;
             let d = instances[s].try_check("k", clocks[s]).unwrap_or_else(|e| {
@@ -742,31 +812,95 @@ impl RedisLesson {
                     ),
                 );
             }
-        }
-        // The key lives until the TAT on the server's clock: four tokens
-        // taken, four hours, and the grace.
-        let mut admin = server.admin();
-        let keys: Vec<String> = redis::cmd("KEYS")
-            .arg(format!("{}*", settings.prefix))
-            .query(&mut admin)
-            .expect("KEYS answers");
-        let want = (u128::from(capacity) * refill.as_millis() + GRACE.as_millis()) as i64;
-        for key in keys {
-            let ttl: i64 = redis::cmd("PTTL")
-                .arg(&key)
+            // The key lives until the TAT on the server's clock: the first
+            // request's instant and one hour per token taken, and the grace.
+            let taken = (i as u64 + 1).min(capacity) as i64;
+            let want = taken * refill.as_millis() as i64 + GRACE.as_millis() as i64;
+            let (lo, hi) = (first_ms + want - 1, now_ms(&mut admin) + want + 1);
+            let keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}*", settings.prefix))
                 .query(&mut admin)
-                .expect("PTTL answers");
-            if ttl > want || ttl < want - 60_000 {
-                self.fail(
-                    "the server's clock",
-                    format!(
-                        "{script}After these, key {key:?} lives {ttl} ms: with Clock::Server its state matters \
-                         until the theoretical arrival time on the server's clock ({capacity} tokens of an \
-                         hour taken), so it should live {want} ms (with the grace), give or take the time \
-                         this check took."
-                    ),
-                );
+                .expect("KEYS answers");
+            for key in keys {
+                let expiry: i64 = redis::cmd("PEXPIRETIME")
+                    .arg(&key)
+                    .query(&mut admin)
+                    .expect("PEXPIRETIME answers");
+                if ttl_is_none(expiry) {
+                    self.fail(
+                        "the server's clock",
+                        format!("{script}After these, key {key:?} has no time to live: nothing will ever delete it."),
+                    );
+                }
+                if expiry < lo || expiry > hi {
+                    self.fail(
+                        "the server's clock",
+                        format!(
+                            "{script}After these, key {key:?} expires {} ms {} than it should: with \
+                             Clock::Server its state matters until the theoretical arrival time on the \
+                             server's clock ({taken} tokens of an hour taken since the first request), plus \
+                             the grace.",
+                            if expiry < lo { lo - expiry } else { expiry - hi },
+                            if expiry < lo { "sooner" } else { "later" }
+                        ),
+                    );
+                }
             }
+        }
+        self.server_clock_counts_microseconds();
+    }
+
+    /// The server's clock to the microsecond: between two requests the
+    /// server's `TIME` moved on by at least the round trips the harness made
+    /// in between, and the second request's wait is shorter by exactly what
+    /// the script read. A script that drops the microseconds, or reads them as
+    /// nanoseconds, waits too long.
+    fn server_clock_counts_microseconds(&self) {
+        let server = RedisServer::shared();
+        let refill = Duration::from_secs(10);
+        let rule = Rule::Gcra {
+            capacity: 1,
+            refill_every: refill,
+            clock: Clock::Server,
+        };
+        let limiter = (self.tested().build)(rule, settings_on(server))
+            .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"));
+        let mut admin = server.admin();
+        let micros = |admin: &mut redis::Connection| -> u128 {
+            let (s, us): (u128, u128) = redis::cmd("TIME").query(admin).expect("TIME answers");
+            s * 1_000_000 + us
+        };
+        let at = Timestamp::from_secs(5);
+        let t0 = micros(&mut admin);
+        let first = limiter.try_check("k", at);
+        let t1 = micros(&mut admin);
+        let _: String = redis::cmd("PING").query(&mut admin).expect("PING answers");
+        let t2 = micros(&mut admin);
+        let second = limiter.try_check("k", at);
+        let t3 = micros(&mut admin);
+        let story = format!(
+            "A GCRA of capacity 1, a token every 10 s, with Clock::Server: {} -> {first:?}, then, {} µs \
+             later at least (the server's TIME read between the two) and {} µs at most, {} -> {second:?}.",
+            call("k", at),
+            t2 - t1,
+            t3 - t0,
+            call("k", at)
+        );
+        let Ok(Decision::Denied { retry_after }) = second else {
+            self.fail("the server's clock", story)
+        };
+        let waited = refill.as_nanos().saturating_sub(retry_after.as_nanos());
+        if !(first.is_ok() && waited >= (t2 - t1) * 1_000 && waited <= (t3 - t0) * 1_000) {
+            self.fail(
+                "the server's clock",
+                format!(
+                    "{story}\nThe second wait should be 10 s less the time between the two scripts on the \
+                     server's clock, between {} and {} ns less; it is {waited} ns less. TIME answers seconds \
+                     and microseconds: now is seconds × 10^9 + microseconds × 1000.",
+                    (t2 - t1) * 1_000,
+                    (t3 - t0) * 1_000
+                ),
+            );
         }
     }
 
@@ -943,10 +1077,13 @@ impl Lives {
     /// key's state matters.
     fn allowed(&mut self, kind: RuleKind, config: &Config, key: &str, now: u64) -> u128 {
         let (now, p) = (u128::from(now), config.period.as_nanos());
+        let before = self.0.get(key).copied().unwrap_or(0);
+        // A late request counts where the key already is: its state never
+        // ends earlier for it.
         let until = match kind {
-            RuleKind::FixedWindow => (now / p + 1) * p,
-            RuleKind::SlidingLog => now + p,
-            RuleKind::Gcra => self.0.get(key).copied().unwrap_or(0).max(now) + p,
+            RuleKind::FixedWindow => ((now / p + 1) * p).max(before),
+            RuleKind::SlidingLog => (now + p).max(before),
+            RuleKind::Gcra => before.max(now) + p,
         };
         self.0.insert(key.to_string(), until);
         until
@@ -963,6 +1100,17 @@ fn tag_of<'a>(prefix: &str, key: &'a str, clients: &[&str]) -> Option<&'a str> {
         .filter(|c| rest.starts_with(**c) && rest[c.len()..].starts_with("}:"))
         .max_by_key(|c| c.len())
         .map(|c| &rest[..c.len()])
+}
+
+/// The server's clock in whole milliseconds since 1970 (`TIME`).
+fn server_ms(admin: &mut redis::Connection) -> Result<i64, String> {
+    let (s, us): (i64, i64) = redis::cmd("TIME").query(admin).map_err(|e| e.to_string())?;
+    Ok(s * 1000 + us / 1000)
+}
+
+/// PEXPIRETIME's answer for a key that never expires.
+fn ttl_is_none(expiry: i64) -> bool {
+    expiry == -1
 }
 
 /// A key's hash tag by Redis's own rule: what stands between the first `{`
@@ -999,6 +1147,12 @@ fn keys_and_ttls(
         build(rule, settings).map_err(|e| format!("new({rule:?}) returned Err({e:?})"))?;
     let mut lives = Lives::default();
     let mut seen: Vec<&str> = Vec::new();
+    // The latest instant each client key was called at, and the expiry
+    // (ms since 1970, on the server's clock) each Redis key had.
+    let mut latest: std::collections::HashMap<&str, u64> = Default::default();
+    // The earliest a client key's state may expire (ms since 1970), as its
+    // latest request that moved the state's end set it.
+    let mut floors: std::collections::HashMap<&str, i64> = Default::default();
     let grace = GRACE.as_millis();
     for (i, r) in t.requests.iter().enumerate() {
         crate::watchdog::progress(i);
@@ -1006,11 +1160,31 @@ fn keys_and_ttls(
         if !seen.contains(&r.key.as_str()) {
             seen.push(&r.key);
         }
-        let started = Instant::now();
+        let late = latest.get(r.key.as_str()).is_some_and(|l| *l > now);
+        let latest_now = latest.entry(&r.key).or_insert(now);
+        *latest_now = (*latest_now).max(now);
+        // The expiry of each key of this client before the call.
+        let mut expiry_before = Vec::new();
+        for key in redis::cmd("KEYS")
+            .arg(format!("{prefix}{{k:*"))
+            .query::<Vec<String>>(&mut admin)
+            .map_err(|e| e.to_string())?
+        {
+            if tag_of(&prefix, &key, &seen) == Some(r.key.as_str()) {
+                let e: i64 = redis::cmd("PEXPIRETIME")
+                    .arg(&key)
+                    .query(&mut admin)
+                    .map_err(|e| e.to_string())?;
+                expiry_before.push((key, e));
+            }
+        }
+        let before_ms = server_ms(&mut admin)?;
         let logged = proxy.log().len();
         let d = limiter
             .try_check(&r.key, r.now)
             .map_err(|e| format!("{} returned Err from try_check: {e}", call(&r.key, r.now)))?;
+        let after_ms = server_ms(&mut admin)?;
+        let until_before = lives.0.get(&r.key).copied();
         let until = d
             .is_allowed()
             .then(|| lives.allowed(kind, &t.config, &r.key, now));
@@ -1040,6 +1214,24 @@ fn keys_and_ttls(
                 c.text()
             ));
         }
+        if !d.is_allowed() {
+            // A denied request writes nothing that lives longer.
+            for (key, before) in &expiry_before {
+                let after: i64 = redis::cmd("PEXPIRETIME")
+                    .arg(key)
+                    .query(&mut admin)
+                    .map_err(|e| e.to_string())?;
+                if after != *before && after != -2 {
+                    return Err(format!(
+                        "{at}: the request was denied, yet key {key:?} now expires {} ms {} than before \
+                         it. A denied request changes nothing: it must not set a key's expiry either (the \
+                         state's end has not moved).",
+                        (after - before).abs(),
+                        if after > *before { "later" } else { "sooner" }
+                    ));
+                }
+            }
+        }
         for key in &keys {
             let Some(tag) = tag_of(&prefix, key, &seen) else {
                 return Err(format!(
@@ -1059,32 +1251,68 @@ fn keys_and_ttls(
                      another node's slot); pass every key the script touches in KEYS[]."
                 ));
             }
-            let ttl: i64 = redis::cmd("PTTL")
+            let expiry: i64 = redis::cmd("PEXPIRETIME")
                 .arg(key)
                 .query(&mut admin)
                 .map_err(|e| e.to_string())?;
-            // Since the call began: the time to live may have run down as long.
-            let took = started.elapsed().as_millis();
-            if ttl == -1 {
+            if ttl_is_none(expiry) {
                 return Err(format!(
                     "{at}: key {key:?} has no time to live: nothing will ever delete it. Every key a script \
                      writes gets PEXPIRE (or SET … PX) in the same script."
                 ));
             }
-            if let (Some(until), true) = (until, tag == r.key && named(key)) {
-                let life = until - u128::from(now);
-                let want = life.div_ceil(1_000_000) + grace;
-                let ttl = ttl.max(0) as u128;
-                if ttl > want || ttl + took + 2 < want {
+            let Some(until) = until.filter(|_| tag == r.key && named(key)) else {
+                continue;
+            };
+            let ms_up = |nanos: u128| (nanos.div_ceil(1_000_000) + grace) as i64;
+            if late {
+                // A late request leaves its key's end where it was, or, if
+                // it moved the end (a GCRA), sets it from the key's latest
+                // instant; setting it from its own earlier instant is allowed.
+                let latest_now = u128::from(latest[r.key.as_str()]);
+                let lo = if until_before.is_some_and(|b| until > b) {
+                    before_ms + ms_up(until - latest_now)
+                } else {
+                    floors.get(r.key.as_str()).copied().unwrap_or(i64::MIN)
+                };
+                let hi = after_ms + ms_up(until - u128::from(now));
+                if expiry < lo || expiry > hi {
                     return Err(format!(
-                        "{at}: key {key:?} lives {ttl} ms; it should live {want} ms, give or take the {took} ms \
-                         this check took: its state matters for {life} ns more (until {}), which is {} ms \
-                         rounded up, plus the grace of {grace} ms. (Too long keeps dead state; too short \
-                         forgets a live one. PEXPIRE takes milliseconds, EXPIRE seconds.)",
-                        until,
+                        "{at}: this request is late (its key was already called at {latest_now}ns), and \
+                         after it key {key:?} expires {} ms {} than it may. A late request counts in the \
+                         state as it is: the state still ends at {until}ns, and its time to live was set by \
+                         the latest request from that request's instant.",
+                        if expiry < lo { lo - expiry } else { expiry - hi },
+                        if expiry < lo { "sooner" } else { "later" }
+                    ));
+                }
+                floors.insert(
+                    &r.key,
+                    lo.max(floors.get(r.key.as_str()).copied().unwrap_or(i64::MIN)),
+                );
+            } else {
+                // Set during the call: between the server's clock before it
+                // and after it, plus the time to live.
+                let life = until - u128::from(now);
+                let want = (life.div_ceil(1_000_000) + grace) as i64;
+                let (lo, hi) = (before_ms + want, after_ms + want);
+                if expiry < lo || expiry > hi {
+                    let off = if expiry < lo {
+                        expiry - lo
+                    } else {
+                        expiry - hi
+                    };
+                    return Err(format!(
+                        "{at}: key {key:?} expires {} ms {} than it should: its state matters for {life} ns \
+                         more (until {until}), which is {} ms rounded up, plus the grace of {grace} ms, \
+                         counted from the instant Redis ran the call. (Too long keeps dead state; too short \
+                         forgets a live one. PEXPIRE takes milliseconds, EXPIRE seconds; round up.)",
+                        off.abs(),
+                        if off < 0 { "sooner" } else { "later" },
                         life.div_ceil(1_000_000)
                     ));
                 }
+                floors.insert(&r.key, lo);
             }
         }
         for (_, c) in &log {

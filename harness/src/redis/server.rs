@@ -271,3 +271,58 @@ pub fn next_id() -> u64 {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
+
+/// A loopback port where connections are never completed: a listener with a
+/// backlog of 0 whose queue the harness has filled, so that the kernel drops
+/// every new SYN and a connect waits until it gives up (a host gone from
+/// the network, or a firewall that drops). Dropped, it closes.
+pub struct Unreachable {
+    _listener: TcpListener,
+    _held: Vec<std::net::TcpStream>,
+    port: u16,
+}
+
+impl Unreachable {
+    pub fn new() -> Unreachable {
+        use std::os::fd::FromRawFd;
+        // SAFETY: a new socket of our own, bound, listened on, then owned by
+        // the TcpListener.
+        let listener = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM, 0);
+            assert!(fd >= 0, "a socket");
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            assert_eq!(
+                libc::bind(fd, &addr as *const _ as *const libc::sockaddr, len),
+                0,
+                "bind"
+            );
+            assert_eq!(libc::listen(fd, 0), 0, "listen");
+            TcpListener::from_raw_fd(fd)
+        };
+        let port = listener.local_addr().expect("bound").port();
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let held = (0..8)
+            .map_while(|_| {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(100)).ok()
+            })
+            .collect();
+        Unreachable {
+            _listener: listener,
+            _held: held,
+            port,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Default for Unreachable {
+    fn default() -> Self {
+        Unreachable::new()
+    }
+}
