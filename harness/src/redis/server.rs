@@ -24,6 +24,9 @@ or point KATA_REDIS_SERVER at a redis-server binary (from a container image, say
 `docker create --name r redis:7 && docker cp r:/usr/local/bin/redis-server .`). The tests start \
 and stop their own server; nothing needs to be running.";
 
+/// The shared server's process, for the exit handler.
+static SHARED_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// How long a server may take to say it is ready.
 const READY_WITHIN: Duration = Duration::from_secs(10);
 
@@ -115,7 +118,28 @@ impl RedisServer {
     /// there is no `redis-server`.
     pub fn shared() -> &'static RedisServer {
         static SHARED: OnceLock<Result<RedisServer, String>> = OnceLock::new();
-        match SHARED.get_or_init(RedisServer::start) {
+        match SHARED.get_or_init(|| {
+            let server = RedisServer::start()?;
+            // A static is never dropped: the server is killed when the
+            // process exits (and, on Linux, however it ends).
+            if let Some(child) = server.child.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                SHARED_PID.store(child.id(), std::sync::atomic::Ordering::SeqCst);
+                extern "C" fn kill_shared() {
+                    let pid = SHARED_PID.load(std::sync::atomic::Ordering::SeqCst);
+                    if pid != 0 {
+                        // SAFETY: kill(2) on the shared server's pid.
+                        unsafe {
+                            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                        }
+                    }
+                }
+                // SAFETY: registers a function with no captures.
+                unsafe {
+                    libc::atexit(kill_shared);
+                }
+            }
+            Ok(server)
+        }) {
             Ok(server) => server,
             Err(e) => panic!("{e}"),
         }
