@@ -122,7 +122,12 @@ impl RedisServer {
             let server = RedisServer::start()?;
             // A static is never dropped: the server is killed when the
             // process exits (and, on Linux, however it ends).
-            if let Some(child) = server.child.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if let Some(child) = server
+                .child
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
                 SHARED_PID.store(child.id(), std::sync::atomic::Ordering::SeqCst);
                 extern "C" fn kill_shared() {
                     let pid = SHARED_PID.load(std::sync::atomic::Ordering::SeqCst);
