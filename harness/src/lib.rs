@@ -447,6 +447,12 @@ macro_rules! property_tests {
     () => {
         $crate::__exact_properties!();
 
+        /// The same answers when each call comes from another OS thread.
+        #[test]
+        fn answers_do_not_depend_on_the_thread() {
+            lesson().answers_do_not_depend_on_the_thread();
+        }
+
         /// A call's cost does not grow with the idle time before it.
         #[test]
         fn stays_quick_after_idle_gaps() {
@@ -483,12 +489,6 @@ macro_rules! __exact_properties {
         #[test]
         fn keeps_the_limit() {
             lesson().keeps_the_limit();
-        }
-
-        /// The same answers when each call comes from another OS thread.
-        #[test]
-        fn answers_do_not_depend_on_the_thread() {
-            lesson().answers_do_not_depend_on_the_thread();
         }
 
         /// Limits in the thousands, reached by long bursts.
@@ -553,12 +553,14 @@ macro_rules! loom_tests {
     };
 }
 
-/// The checks of lesson 07's kind, `http-layer` (`lesson()` must be in
-/// scope).
+/// The source checks of the kinds whose files take time and locks from
+/// what they are given (`lesson()` must be in scope).
+#[doc(hidden)]
 #[macro_export]
-macro_rules! http_tests {
+macro_rules! __source_tests {
     () => {
-        /// The layer reads time only from the clock it is given.
+        /// Time only from the call, the clock given or Redis; no sleeps,
+        /// threads or randomness.
         #[test]
         fn uses_only_its_inputs() {
             lesson().uses_only_its_inputs();
@@ -569,6 +571,15 @@ macro_rules! http_tests {
         fn uses_only_the_sync_facade() {
             lesson().uses_only_the_sync_facade();
         }
+    };
+}
+
+/// The checks of lesson 07's kind, `http-layer` (`lesson()` must be in
+/// scope).
+#[macro_export]
+macro_rules! http_tests {
+    () => {
+        $crate::__source_tests!();
 
         #[rstest::rstest]
         #[case::empty_name("", 1, $crate::__secs!(1), Err($crate::http::PolicyError::EmptyName))]
@@ -698,16 +709,7 @@ macro_rules! __named_snapshots {
 #[macro_export]
 macro_rules! redis_tests {
     () => {
-        /// Time comes from the call or from Redis, never from a clock read here.
-        #[test]
-        fn uses_only_its_inputs() {
-            lesson().uses_only_its_inputs();
-        }
-
-        #[test]
-        fn uses_only_the_sync_facade() {
-            lesson().uses_only_the_sync_facade();
-        }
+        $crate::__source_tests!();
 
         $crate::__redis_rule!(fixed_window, FixedWindow);
 
@@ -808,7 +810,13 @@ macro_rules! __redis_rule {
                 super::lesson().rule($crate::redis::drive::RuleKind::$rule)
             }
 
-            $crate::config_tests!();
+            /// The rule's configuration errors, every pair of faults
+            /// together (the rule's own `validate` makes them; the table of
+            /// single cases would test the harness).
+            #[test]
+            fn configuration_every_pair_of_faults() {
+                lesson().config_grid();
+            }
 
             $crate::__exact_properties!();
 
