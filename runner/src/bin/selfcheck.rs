@@ -232,16 +232,18 @@ fn main() -> ExitCode {
             seconds: started.elapsed().as_secs_f64(),
         });
     }
+    // Built exactly as `suite::run` will run them (`cargo test --test …`
+    // from the root, default members selected), so that the runs below reuse
+    // these binaries: `-p ratelimit-kata` unifies features differently and
+    // would build every lesson twice.
     let build = Command::new(suite::cargo())
         .current_dir(root)
-        .args([
-            "test",
-            "--quiet",
-            "--no-run",
-            "-p",
-            "ratelimit-kata",
-            "--tests",
-        ])
+        .args(["test", "--quiet", "--no-run"])
+        .args(
+            lessons
+                .iter()
+                .flat_map(|l| ["--test".to_string(), l.name()]),
+        )
         .status();
     if !matches!(build, Ok(s) if s.success()) {
         eprintln!("the lessons' tests do not build; see the errors above");
