@@ -68,6 +68,15 @@ fn main() {
                 ),
                 _ => (format!("imp::{}", l.type_name), "self.0", "Driven(l)"),
             };
+            // Lesson 09's limiter is built from a rule and bounds: here, the
+            // token bucket with room for every key the benchmark uses.
+            let args = match l.kind {
+                kata_catalog::Kind::BoundedLimiter => {
+                    "kata::memory::Rule::TokenBucket { capacity: limit, refill_every: period }, \
+                     kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)"
+                }
+                _ => "limit, period",
+            };
             let body = format!(
                 "pub struct Driven({holder});
 
@@ -80,7 +89,7 @@ fn main() {
     }}
 
     pub fn build(limit: u64, period: std::time::Duration) -> Result<Box<dyn crate::Contender>, kata::ConfigError> {{
-        imp::{ty}::new(limit, period).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
+        imp::{ty}::new({args}).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
     }}",
                 ty = l.type_name
             );

@@ -40,14 +40,19 @@ pub enum Kind {
     /// several instances (app servers): raced by ordering their Redis
     /// commands, and stopped, killed and restarted under.
     RedisLimiter,
+    /// A shared limiter that holds at most `max_keys` keys and reports
+    /// through the `metrics` facade: compiled over std and over loom, raced,
+    /// swept, flooded and weighed.
+    BoundedLimiter,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 4] = [
+    pub const ALL: [Kind; 5] = [
         Kind::Limiter,
         Kind::SharedLimiter,
         Kind::HttpLayer,
         Kind::RedisLimiter,
+        Kind::BoundedLimiter,
     ];
 
     /// As written in the catalog.
@@ -57,6 +62,7 @@ impl Kind {
             Kind::SharedLimiter => "shared-limiter",
             Kind::HttpLayer => "http-layer",
             Kind::RedisLimiter => "redis-limiter",
+            Kind::BoundedLimiter => "bounded-limiter",
         }
     }
 
@@ -67,6 +73,7 @@ impl Kind {
             Kind::SharedLimiter => "shared_limiter",
             Kind::HttpLayer => "http_layer",
             Kind::RedisLimiter => "redis_limiter",
+            Kind::BoundedLimiter => "bounded_limiter",
         }
     }
 
@@ -77,6 +84,7 @@ impl Kind {
             Kind::SharedLimiter => true,
             Kind::HttpLayer => false,
             Kind::RedisLimiter => false,
+            Kind::BoundedLimiter => true,
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use proptest::strategy::Strategy;
 use proptest::test_runner::{
     Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
 };
@@ -44,6 +45,9 @@ pub struct Lesson {
     /// Each property runs its number of cases divided by this (at least
     /// 4): 1, or more for subjects whose every call crosses a socket.
     divisor: u32,
+    /// Whether the subject keeps one clock for all its keys (lesson 09):
+    /// its properties then draw timelines whose instants never go back.
+    one_clock: bool,
 }
 
 /// The implementations of one lesson compiled into its test binary, as
@@ -111,12 +115,21 @@ impl Lesson {
             subject,
             implementations,
             divisor: 1,
+            one_clock: false,
         }
     }
 
     /// The same lesson under another title (in every failure's first line).
     pub fn titled(mut self, title: &'static str) -> Lesson {
         self.title = title;
+        self
+    }
+
+    /// The same lesson for a subject that answers every call at the latest
+    /// instant it was given, whatever the key (lesson 09): every generated
+    /// timeline is put on one clock ([`Timeline::on_one_clock`]).
+    pub fn on_one_clock(mut self) -> Lesson {
+        self.one_clock = true;
         self
     }
 
@@ -611,7 +624,9 @@ impl Lesson {
     /// time is right, and would take hours. The calls run in a child process
     /// (this test binary again), which is stopped after a few seconds: a loop
     /// with no lock or atomic in it cannot be stopped any other way.
-    pub fn stays_quick_after_idle_gaps(&self) {
+    /// `test` is the test's path (`module_path!()` and its name), by which
+    /// the child runs it alone.
+    pub fn stays_quick_after_idle_gaps(&self, test: &str) {
         const EXPONENTS: [u32; 3] = [20, 40, 62];
         if std::env::var_os(IDLE_PROBE).is_some() {
             // The child: the calls themselves, one line per gap done.
@@ -627,24 +642,7 @@ impl Lesson {
         // A correct call returns in microseconds; a walk over 2^40 periods
         // takes hours. The margin between them needs no tuning.
         let limit = time_limit().min(Duration::from_secs(5));
-        let exe = std::env::current_exe().expect("the test binary knows its path");
-        let mut command = std::process::Command::new(exe);
-        command
-            .args([
-                "--exact",
-                "stays_quick_after_idle_gaps",
-                "--nocapture",
-                "--test-threads",
-                "1",
-            ])
-            .env(IDLE_PROBE, "1")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        #[cfg(unix)]
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-        let child = command.spawn().expect("the test binary starts again");
-        let (out, stopped) = crate::watchdog::collect(child, limit);
+        let (out, stopped) = run_alone(test, IDLE_PROBE, limit);
         let finished = !stopped;
         let done = EXPONENTS
             .iter()
@@ -716,6 +714,10 @@ impl Lesson {
         // Each step of a long timeline replays thousands of requests.
         let shrink = if shape == Shape::Long { 16 } else { 4096 };
         let strategy = timelines(self.algorithm, shape);
+        let strategy = match self.one_clock {
+            true => strategy.prop_map(|t| t.on_one_clock()).boxed(),
+            false => strategy,
+        };
         let result = run_cases(
             ctx.subject,
             (cases / self.divisor).max(4),
@@ -792,6 +794,29 @@ impl Lesson {
             panic!("{} ({}): {e}", self.subject(), v.path());
         }
     }
+}
+
+/// Runs the test at path `test` (`module_path!()` and the test's name: the
+/// crate's name is dropped) of this test binary again, alone, in a child
+/// process with `probe` set in its environment, and stops it (its whole
+/// process group) after `limit`. Returns what it printed and whether it was
+/// stopped. For checks that must not share the process: a loop with no
+/// lock or atomic in it cannot be stopped any other way, and bytes held
+/// are only the subject's when no other test runs.
+pub fn run_alone(test: &str, probe: &str, limit: Duration) -> (String, bool) {
+    let test = test.split_once("::").map_or(test, |(_, rest)| rest);
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
+        .env(probe, "1")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let child = command.spawn().expect("the test binary starts again");
+    crate::watchdog::collect(child, limit)
 }
 
 /// A failing case of a property: its message, the value, and whether it

@@ -57,6 +57,9 @@ pub enum ConfigError {
     /// The window, the refill interval, or (token buckets) the time to fill the
     /// whole bucket does not fit in the clock's 64-bit nanoseconds.
     TooLarge,
+    /// A bounded limiter (lesson 09) that may hold no key could track no
+    /// request.
+    ZeroKeys,
 }
 
 impl fmt::Display for ConfigError {
@@ -71,6 +74,9 @@ impl fmt::Display for ConfigError {
             ConfigError::TooLarge => {
                 "the window, refill interval or time to fill the bucket is longer than the clock \
                  can count (u64::MAX nanoseconds, about 584 years); use a shorter one"
+            }
+            ConfigError::ZeroKeys => {
+                "max_keys is 0, so the limiter could hold no key and track no request; use at least 1"
             }
         })
     }
@@ -110,6 +116,7 @@ mod tests {
             ConfigError::ZeroLimit,
             ConfigError::ZeroPeriod,
             ConfigError::TooLarge,
+            ConfigError::ZeroKeys,
         ] {
             let text = e.to_string();
             assert!(text.contains("use"), "{text:?} should say what to do");

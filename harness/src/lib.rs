@@ -23,7 +23,10 @@
 //!   layer: its contract types, model, timelines, driver and checks;
 //! - [`redis`]: the `redis-limiter` kind of lesson 08, whose state lives in a
 //!   real `redis-server`: its contract types, the server, the proxy that
-//!   orders app servers' commands, the driver and checks.
+//!   orders app servers' commands, the driver and checks;
+//! - [`memory`]: the `bounded-limiter` kind of lesson 09, a limiter that
+//!   holds at most `max_keys` keys and reports through `metrics`: its
+//!   contract types, model, driver and checks.
 //!
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
@@ -37,6 +40,7 @@ pub mod drive;
 pub mod files;
 pub mod gen;
 pub mod http;
+pub mod memory;
 pub mod models;
 pub mod redis;
 pub mod render;
@@ -156,6 +160,9 @@ macro_rules! __lesson_type {
     (redis_limiter) => {
         $crate::redis::checks::RedisLesson
     };
+    (bounded_limiter) => {
+        $crate::memory::checks::BoundedLesson
+    };
 }
 
 /// The standard checks of each kind of subject.
@@ -182,6 +189,9 @@ macro_rules! __suites {
     };
     (redis_limiter) => {
         $crate::redis_tests!();
+    };
+    (bounded_limiter) => {
+        $crate::bounded_tests!();
     };
 }
 
@@ -280,6 +290,66 @@ macro_rules! __variant {
                     $crate::__variant!(@redis $path, $file, servers, Gcra),
                 ],
             };
+        }
+    };
+    (bounded_limiter, $name:ident, $path:literal, $file:literal, $limiter:ident) => {
+        mod $name {
+            $crate::__variant!(@on_std $file);
+
+            $crate::__variant!(@loom shared_limiter, $file);
+
+            use ::std::sync::Arc;
+            use $crate::memory::checks::BoundedImpl;
+            use $crate::memory::drive::{roomy, Bounded, BoundedVariant, RuleKind};
+            use $crate::RateLimiter;
+
+            struct Driven(on_std::imp::$limiter);
+
+            impl Bounded for Driven {
+                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                    RateLimiter::check(&self.0, key, now)
+                }
+
+                fn sweep(&self, now: $crate::Timestamp) -> usize {
+                    self.0.sweep(now)
+                }
+
+                fn keys_held(&self) -> usize {
+                    self.0.keys_held()
+                }
+            }
+
+            const BOUNDED: BoundedVariant = BoundedVariant {
+                file: $path,
+                source: include_str!($file),
+                build: |rule, bounds| {
+                    on_std::imp::$limiter::new(rule, bounds)
+                        .map(|l| Arc::new(Driven(l)) as Arc<dyn Bounded>)
+                },
+                shadow: |rule, bounds| {
+                    on_std::imp::$limiter::new(rule, bounds)
+                        .map(|l| Arc::new(on_std::imp::Shadow::new(l)) as Arc<dyn RateLimiter>)
+                },
+            };
+
+            pub const VARIANT: BoundedImpl = BoundedImpl {
+                bounded: BOUNDED,
+                rules: [
+                    $crate::__variant!(@bounded $path, $file, $limiter, FixedWindow),
+                    $crate::__variant!(@bounded $path, $file, $limiter, TokenBucket),
+                ],
+            };
+        }
+    };
+    (@bounded $path:literal, $file:literal, $limiter:ident, $rule:ident) => {
+        $crate::Variant {
+            file: $path,
+            source: include_str!($file),
+            build: |limit, period| $crate::memory::drive::swept(BOUNDED, RuleKind::$rule, limit, period),
+            build_loom: Some(|limit, period| {
+                on_loom::imp::$limiter::new(RuleKind::$rule.rule(limit, period), roomy())
+                    .map(|l| Arc::new(l) as Arc<dyn RateLimiter>)
+            }),
         }
     };
     (@redis $path:literal, $file:literal, $how:ident, $rule:ident) => {
@@ -456,7 +526,10 @@ macro_rules! property_tests {
         /// A call's cost does not grow with the idle time before it.
         #[test]
         fn stays_quick_after_idle_gaps() {
-            lesson().stays_quick_after_idle_gaps();
+            lesson().stays_quick_after_idle_gaps(concat!(
+                module_path!(),
+                "::stays_quick_after_idle_gaps"
+            ));
         }
 
         /// More distinct keys than any fixed number of buckets, each its own.
@@ -795,6 +868,95 @@ macro_rules! redis_tests {
             for kind in $crate::redis::drive::RuleKind::ALL {
                 println!("== {}", kind.name());
                 lesson().rule(kind).print_comparison(&which);
+            }
+        }
+    };
+}
+
+/// The checks of lesson 09's kind, `bounded-limiter` (`lesson()` must be in
+/// scope). The test binary counts the bytes it holds, for the flood.
+#[macro_export]
+macro_rules! bounded_tests {
+    () => {
+        #[global_allocator]
+        static ALLOCATOR: $crate::memory::Counting = $crate::memory::Counting;
+
+        /// Time only from the call; no sleeps, threads or randomness.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        /// `max_keys: 0` is refused, after the rule's own errors.
+        #[test]
+        fn configuration_zero_keys() {
+            lesson().refuses_zero_keys();
+        }
+
+        $crate::__bounded_rule!(fixed_window, FixedWindow);
+        $crate::__bounded_rule!(token_bucket, TokenBucket);
+
+        /// A store of three keys under pressure, step by step, with its metrics.
+        #[test]
+        fn timeline_store_under_pressure() {
+            lesson().store_snapshot();
+        }
+
+        /// Run by `cargo run -- compare 9` (it sets `KATA_COMPARE`).
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
+            lesson().print_comparison(&which);
+        }
+    };
+}
+
+/// The checks of one rule of lesson 09: those every lesson shares on a
+/// limiter swept whenever the clock moves on, the loom scenarios, and the
+/// kind's own.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __bounded_rule {
+    ($module:ident, $rule:ident) => {
+        mod $module {
+            fn lesson() -> &'static $crate::Lesson {
+                super::lesson().rule($crate::memory::drive::RuleKind::$rule)
+            }
+
+            $crate::config_tests!();
+            $crate::property_tests!();
+            $crate::loom_tests!();
+
+            /// Step by step against the model: answers, keys held, sweeps,
+            /// overflow answers and metrics, with a bound of 1 to 4 keys.
+            #[test]
+            fn agrees_with_model_under_a_bound() {
+                super::lesson()
+                    .agrees_with_model_under_a_bound($crate::memory::drive::RuleKind::$rule);
+            }
+
+            /// Sweeps one nanosecond either side of the instant a key
+            /// becomes fresh.
+            #[test]
+            fn forgets_a_key_exactly_when_it_is_fresh() {
+                super::lesson()
+                    .forgets_a_key_exactly_when_it_is_fresh($crate::memory::drive::RuleKind::$rule);
+            }
+
+            /// Shadow mode decides and counts, and never denies.
+            #[test]
+            fn shadow_mode_never_denies() {
+                super::lesson().shadow_never_denies($crate::memory::drive::RuleKind::$rule);
+            }
+
+            /// A million keys through a store of ten thousand.
+            #[test]
+            fn holds_at_most_max_keys_under_a_flood() {
+                super::lesson().holds_at_most_max_keys_under_a_flood(
+                    $crate::memory::drive::RuleKind::$rule,
+                    concat!(module_path!(), "::holds_at_most_max_keys_under_a_flood"),
+                );
             }
         }
     };

@@ -268,6 +268,32 @@ impl Model {
         }
     }
 
+    /// The first instant from which `key`'s state is a fresh key's, at that
+    /// instant and at every later one: the end of the window that holds its
+    /// last allowed request (windows), the instant its last allowed request
+    /// leaves the log (sliding log), the end of the window after (sliding
+    /// counter), or the instant its bucket is full again (token bucket).
+    /// `None` for a key with no allowed request, already a fresh key's.
+    pub fn fresh_from(&self, key: &str) -> Option<u128> {
+        let log = self.keys.get(key)?;
+        let last = *log.allowed.last()?;
+        let w = self.period;
+        Some(match self.algorithm {
+            Algorithm::FixedWindow => (last / w + 1) * w,
+            Algorithm::SlidingLog => last + w,
+            Algorithm::SlidingCounter => (last / w + 2) * w,
+            Algorithm::TokenBucket => {
+                let (credit, at) = log.bucket.expect("an allowed request fills in the bucket");
+                at + (self.limit * w - credit)
+            }
+        })
+    }
+
+    /// Forgets `key`: its next request is a fresh key's.
+    pub fn forget(&mut self, key: &str) {
+        self.keys.remove(key);
+    }
+
     pub fn decide(&mut self, key: &str, now: u64) -> Decision {
         let mut log = self.keys.remove(key).unwrap_or_default();
         log.latest = log.latest.max(u128::from(now));

@@ -249,6 +249,23 @@ impl Timeline {
             .all(|(p, r)| *p == r.now.as_nanos())
     }
 
+    /// The same requests on one clock: each at the latest instant of any
+    /// request up to and including it, so that no instant goes back.
+    pub fn on_one_clock(&self) -> Timeline {
+        let mut latest = 0;
+        Timeline {
+            config: self.config,
+            requests: self
+                .requests
+                .iter()
+                .map(|r| {
+                    latest = latest.max(r.now.as_nanos());
+                    Request::new(&r.key, latest)
+                })
+                .collect(),
+        }
+    }
+
     /// The first `n` requests.
     pub fn prefix(&self, n: usize) -> Timeline {
         Timeline {

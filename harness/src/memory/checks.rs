@@ -1,0 +1,1044 @@
+//! The checks of the `bounded-limiter` kind (lesson 09).
+//!
+//! What a `Decision` can say is checked by the checks every lesson shares,
+//! once per rule ([`BoundedLesson::rule`]), on a limiter with room for
+//! every key that is swept each time the clock moves on: forgetting must
+//! never change an answer. What it cannot say is checked here, step by step
+//! against [`BoundedModel`]: the keys held, what a sweep forgets, the
+//! overflow answers of a full store, the metrics, shadow mode, and a flood
+//! of a million keys weighed in bytes.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use proptest::prelude::*;
+
+use super::drive::{Bounded, BoundedVariant, RuleKind};
+use super::model::{BoundedModel, Counts};
+use super::{metric, Bounds, Counting, Overflow, Rule};
+use crate::checks::{assert_snapshot, run_alone, run_cases, Implementations, Lesson};
+use crate::decision::{describe, ConfigError, Decision, RateLimiter};
+use crate::drive::Variant;
+use crate::gen::{timelines, Shape};
+use crate::models::Algorithm;
+use crate::render::call;
+use crate::subject::Subject;
+use crate::time::{group_digits, Timestamp};
+use crate::timeline::{parse_decisions, Request, Timeline};
+use crate::watchdog::{progress, time_limit};
+
+/// One implementation of lesson 09: the limiter itself, and the standard
+/// variants the shared checks drive (one per [`RuleKind`]).
+#[derive(Clone, Copy)]
+pub struct BoundedImpl {
+    pub bounded: BoundedVariant,
+    pub rules: [Variant; 2],
+}
+
+/// Lesson 09 with the subject `KATA_SUBJECT` selects.
+pub struct BoundedLesson {
+    pub root: &'static str,
+    pub number: u32,
+    pub title: &'static str,
+    pub limiter: &'static str,
+    subject: Subject,
+    implementations: Implementations<BoundedImpl>,
+    rules: Vec<Lesson>,
+}
+
+/// One step of a case: a request, or a sweep at an instant.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Step {
+    Check(Request),
+    Sweep(Timestamp),
+}
+
+impl fmt::Debug for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Step::Check(r) => write!(f, "{r:?}"),
+            Step::Sweep(at) => write!(f, "sweep@{}", at.as_nanos()),
+        }
+    }
+}
+
+impl Step {
+    fn show(&self) -> String {
+        match self {
+            Step::Check(r) => call(&r.key, r.now),
+            Step::Sweep(at) => format!("sweep({at})"),
+        }
+    }
+}
+
+/// A limiter's configuration and what is asked of it.
+#[derive(Clone)]
+pub struct Case {
+    pub rule: Rule,
+    pub bounds: Bounds,
+    /// Asked through the shadow wrapper (then nothing is swept).
+    pub shadow: bool,
+    pub steps: Vec<Step>,
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.describe())?;
+        for s in &self.steps {
+            write!(f, " {s:?}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Case {
+    fn describe(&self) -> String {
+        let (limit, period) = self.rule.parts();
+        let config = crate::timeline::Config::new(limit, period.as_nanos() as u64);
+        format!(
+            "{}; max_keys {}, overflow {:?}{}:",
+            self.rule.algorithm().describe(&config),
+            self.bounds.max_keys,
+            self.bounds.overflow,
+            if self.shadow { ", in shadow mode" } else { "" }
+        )
+    }
+}
+
+/// What one step showed.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Seen {
+    answer: Answer,
+    /// `keys_held()` after the step (not asked in shadow mode).
+    held: Option<usize>,
+    metrics: Metrics,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Answer {
+    Decision(Decision),
+    Swept(usize),
+}
+
+impl fmt::Display for Answer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Answer::Decision(d) => f.write_str(&describe(d)),
+            Answer::Swept(n) => write!(f, "forgot {n} key{}", if *n == 1 { "" } else { "s" }),
+        }
+    }
+}
+
+/// A title made once for the life of the test binary.
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+fn project<W: Copy>(
+    i: &Implementations<BoundedImpl>,
+    f: impl Fn(&BoundedImpl) -> W,
+) -> Implementations<W> {
+    Implementations {
+        learner: f(&i.learner),
+        stub: f(&i.stub),
+        reference: f(&i.reference),
+        mistakes: i.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
+        alternatives: i.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
+        baseline: i.baseline.as_ref().map(|(n, v)| (*n, f(v))),
+    }
+}
+
+/// The flood: this many distinct keys, through a store of [`FLOOD_KEYS`].
+const FLOOD: usize = 1_000_000;
+const FLOOD_KEYS: usize = 10_000;
+/// The bytes a held key may cost, at most, in the flood.
+const BYTES_PER_KEY: usize = 1024;
+/// Set in the child process that runs a flood alone.
+const FLOOD_PROBE: &str = "KATA_FLOOD_PROBE";
+
+impl BoundedLesson {
+    pub fn new(
+        root: &'static str,
+        number: u32,
+        title: &'static str,
+        limiter: &'static str,
+        _algorithm: Algorithm,
+        implementations: Implementations<BoundedImpl>,
+    ) -> BoundedLesson {
+        let subject = implementations.subject_from_env(root);
+        let rules = RuleKind::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, kind)| {
+                Lesson::new(
+                    root,
+                    number,
+                    title,
+                    limiter,
+                    kind.rule(1, Duration::from_nanos(1)).algorithm(),
+                    project(&implementations, |v| v.rules[i]),
+                )
+                .on_one_clock()
+                .titled(leak(format!(
+                    "{title}: {}, swept whenever the clock moves on",
+                    kind.name()
+                )))
+            })
+            .collect();
+        BoundedLesson {
+            root,
+            number,
+            title,
+            limiter,
+            subject,
+            implementations,
+            rules,
+        }
+    }
+
+    /// The checks every lesson shares, for one rule.
+    pub fn rule(&self, kind: RuleKind) -> &Lesson {
+        &self.rules[kind as usize]
+    }
+
+    fn tested(&self) -> BoundedVariant {
+        self.implementations.pick(self.subject).bounded
+    }
+
+    fn whose(&self) -> String {
+        format!("{} ({})", self.subject, self.tested().file)
+    }
+
+    fn fail(&self, what: &str, message: String) -> ! {
+        panic!(
+            "lesson {:02} ({}): {what} fails for {}.\n{message}",
+            self.number,
+            self.title,
+            self.whose()
+        )
+    }
+
+    // ---------------------------------------------------------------- examples
+
+    /// An example: steps as `key@nanos` (a request) or `sweep@nanos`, and
+    /// what each gives: `+remaining` / `-retry_after_nanos` for a request,
+    /// `=n` for a sweep that forgot n keys. The model must agree with the
+    /// table before the subject is judged by it.
+    pub fn example(
+        &self,
+        kind: RuleKind,
+        (limit, period_nanos): (u64, u64),
+        (max_keys, overflow): (usize, Overflow),
+        steps: &str,
+        expected: &str,
+    ) {
+        let case = Case {
+            rule: kind.rule(limit, Duration::from_nanos(period_nanos)),
+            bounds: Bounds::new("example", max_keys, overflow),
+            shadow: false,
+            steps: parse_steps(steps).unwrap_or_else(|e| panic!("bad example: {e}")),
+        };
+        let expected = parse_answers(expected).unwrap_or_else(|e| panic!("bad example: {e}"));
+        assert_eq!(
+            case.steps.len(),
+            expected.len(),
+            "bad example: one answer per step"
+        );
+        let model = model_run(&case);
+        let contract: Vec<Answer> = model.iter().map(|s| s.answer).collect();
+        assert_eq!(
+            contract, expected,
+            "bad example: the kata's model disagrees with the table"
+        );
+        if let Err(e) = self.compare(&case, &model) {
+            self.fail("an example", format!("{case:?}\n\n{e}"));
+        }
+    }
+
+    // ----------------------------------------------------------- configuration
+
+    /// `max_keys: 0` is `ZeroKeys`, after the rule's own errors.
+    pub fn refuses_zero_keys(&self) {
+        let v = self.tested();
+        let cases = [
+            (
+                Rule::TokenBucket {
+                    capacity: 3,
+                    refill_every: Duration::from_secs(1),
+                },
+                0,
+                Err(ConfigError::ZeroKeys),
+            ),
+            (
+                Rule::FixedWindow {
+                    limit: 0,
+                    window: Duration::from_secs(1),
+                },
+                0,
+                Err(ConfigError::ZeroLimit),
+            ),
+            (
+                Rule::FixedWindow {
+                    limit: 1,
+                    window: Duration::ZERO,
+                },
+                0,
+                Err(ConfigError::ZeroPeriod),
+            ),
+            (
+                Rule::FixedWindow {
+                    limit: 1,
+                    window: Duration::from_secs(1),
+                },
+                1,
+                Ok(()),
+            ),
+        ];
+        for (rule, max_keys, want) in cases {
+            let bounds = Bounds::new("p", max_keys, Overflow::Deny);
+            let got = (v.build)(rule, bounds.clone()).map(|_| ());
+            if got != want {
+                self.fail(
+                    "the configuration check",
+                    format!(
+                        "new({rule:?}, {bounds:?}) returned {got:?}; the contract says {want:?}: \
+                         the rule's errors first, in lesson 01's order, then ZeroKeys"
+                    ),
+                );
+            }
+            let shadow = (v.shadow)(rule, bounds.clone()).map(|_| ());
+            if shadow != want {
+                self.fail(
+                    "the configuration check",
+                    format!(
+                        "the shadow wrapper over new({rule:?}, {bounds:?}) returned {shadow:?}; \
+                         the contract says {want:?}"
+                    ),
+                );
+            }
+        }
+    }
+
+    // -------------------------------------------------------------- properties
+
+    /// Step by step against the model, on timelines with late requests,
+    /// stores of 1 to 4 keys, both overflow answers, and sweeps never,
+    /// whenever the clock moves on, or before every other request: each
+    /// answer, `keys_held()` and every metric after every step.
+    pub fn agrees_with_model_under_a_bound(&self, kind: RuleKind) {
+        let strategy = (
+            prop_oneof![exact(kind, Shape::InOrder), exact(kind, Shape::OutOfOrder)],
+            1usize..=4,
+            any::<bool>(),
+            0u8..3,
+        )
+            .prop_map(move |(t, max_keys, admit, sweeps)| {
+                let mut steps = Vec::new();
+                let mut last = None;
+                for (i, r) in t.requests.iter().enumerate() {
+                    let sweep = match sweeps {
+                        1 => last != Some(r.now),
+                        2 => i % 2 == 1,
+                        _ => false,
+                    };
+                    if sweep {
+                        steps.push(Step::Sweep(r.now));
+                    }
+                    last = Some(r.now);
+                    steps.push(Step::Check(r.clone()));
+                }
+                Case {
+                    rule: kind.rule(t.config.limit, t.config.period),
+                    bounds: Bounds::new("api", max_keys, overflow(admit)),
+                    shadow: false,
+                    steps,
+                }
+            });
+        self.property(
+            &format!("agrees with the model under a bound ({})", kind.name()),
+            &strategy,
+        );
+    }
+
+    /// A sweep one nanosecond before, at, or after the instant a key's
+    /// state becomes a fresh key's, then a request of that key at the same
+    /// instant: forgetting it a nanosecond early hands it a fresh quota,
+    /// keeping it after that instant keeps a key the contract forgets.
+    pub fn forgets_a_key_exactly_when_it_is_fresh(&self, kind: RuleKind) {
+        let strategy = (
+            exact(kind, Shape::InOrder),
+            any::<prop::sample::Index>(),
+            -1i8..=1,
+        )
+            .prop_map(move |(t, at, offset)| {
+                let t = t.on_one_clock();
+                let rule = kind.rule(t.config.limit, t.config.period);
+                let bounds = Bounds::new("api", 1 << 20, Overflow::Deny);
+                let n = at.index(t.requests.len().max(1)).min(t.requests.len());
+                let mut steps: Vec<Step> =
+                    t.requests[..n].iter().cloned().map(Step::Check).collect();
+                let mut model = BoundedModel::new(rule, bounds.clone());
+                for r in &t.requests[..n] {
+                    model.decide(&r.key, r.now.as_nanos());
+                }
+                // The last request's key, or "a" on an empty timeline.
+                let key = t.requests[..n].last().map_or("a", |r| r.key.as_str());
+                let fresh = model
+                    .fresh_from(key)
+                    .unwrap_or(u128::from(model.clock()));
+                let probe = (fresh as i128 + i128::from(offset))
+                    .clamp(i128::from(model.clock()), i128::from(u64::MAX))
+                    as u64;
+                steps.push(Step::Sweep(Timestamp::from_nanos(probe)));
+                steps.push(Step::Check(Request::new(key, probe)));
+                Case {
+                    rule,
+                    bounds,
+                    shadow: false,
+                    steps,
+                }
+            });
+        self.property(
+            &format!(
+                "forgets a key exactly when it is fresh ({})",
+                kind.name()
+            ),
+            &strategy,
+        );
+    }
+
+    /// The shadow wrapper never denies: what the limit would deny is
+    /// allowed with nothing remaining and counted as shadowed.
+    pub fn shadow_never_denies(&self, kind: RuleKind) {
+        let strategy = (exact(kind, Shape::InOrder), 1usize..=4, any::<bool>())
+            .prop_map(move |(t, max_keys, admit)| Case {
+                rule: kind.rule(t.config.limit, t.config.period),
+                bounds: Bounds::new("next", max_keys, overflow(admit)),
+                shadow: true,
+                steps: t.requests.iter().cloned().map(Step::Check).collect(),
+            });
+        self.property(
+            &format!("shadow mode never denies ({})", kind.name()),
+            &strategy,
+        );
+    }
+
+    fn property(&self, name: &str, strategy: &impl Strategy<Value = Case>) {
+        let v = self.tested();
+        let cases = 128;
+        let result = run_cases(self.subject, cases, 2048, strategy, nth_step, move |case| {
+            compare_run(v, case)
+        });
+        if let Err(failed) = result {
+            self.fail(
+                &format!("property \"{name}\""),
+                format!(
+                    "{}: {:?}\n\n{}",
+                    if failed.hung {
+                        "case (not shrunk: it hung)"
+                    } else {
+                        "minimal case"
+                    },
+                    failed.value,
+                    failed.reason
+                ),
+            );
+        }
+    }
+
+    fn compare(&self, case: &Case, model: &[Seen]) -> Result<(), String> {
+        let v = self.tested();
+        let case = case.clone();
+        let got = crate::watchdog::watched(
+            time_limit(),
+            {
+                let case = case.clone();
+                move |i| nth_step(&case, i)
+            },
+            move || subject_run(v, &case),
+        );
+        match got {
+            Ok(Ok(got)) => judge(model, &got),
+            Ok(Err(e)) => Err(e),
+            Err(stop) => Err(stop.text().to_string()),
+        }
+    }
+
+    // ------------------------------------------------------------------ flood
+
+    /// A million distinct keys, through a store of 10_000, while ten keys
+    /// keep calling: at no step more than 10_000 keys held, every answer
+    /// the contract's, and the bytes the limiter holds at the end at most
+    /// 1 KiB per key of the bound. Runs alone in a child process (bytes are
+    /// counted for the whole process) that is stopped after a while: a
+    /// store that scans every key on every call takes hours here.
+    pub fn holds_at_most_max_keys_under_a_flood(&self, kind: RuleKind, test: &str) {
+        if std::env::var_os(FLOOD_PROBE).is_some() {
+            match self.flood(kind) {
+                Ok(line) => println!("{FLOOD_PROBE} {line}"),
+                Err(e) => panic!("{e}"),
+            }
+            return;
+        }
+        let limit = time_limit().max(Duration::from_secs(60));
+        let (out, stopped) = run_alone(test, FLOOD_PROBE, limit);
+        // libtest prints the test's name and its output on one line.
+        let line = out
+            .lines()
+            .find_map(|l| l.split_once(FLOOD_PROBE).map(|(_, rest)| rest));
+        match (stopped, line) {
+            (false, Some(_)) => {}
+            (true, _) => self.fail(
+                &format!("the flood ({})", kind.name()),
+                format!(
+                    "{} distinct keys through a store of {} did not finish within {} s (a \
+                     correct limiter takes a few seconds). A call must not look at every held \
+                     key: find the keys that can be forgotten in order of the instant each \
+                     becomes fresh (a BTreeMap or a heap keyed by that instant), so that \
+                     each call looks at only the ones it forgets.{}",
+                    group_digits(FLOOD as u128),
+                    group_digits(FLOOD_KEYS as u128),
+                    limit.as_secs(),
+                    progress_lines(&out)
+                ),
+            ),
+            (false, None) => self.fail(
+                &format!("the flood ({})", kind.name()),
+                out.lines()
+                    .filter(|l| !l.starts_with("running") && !l.starts_with("test "))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+        }
+    }
+
+    /// The flood itself (in the child process).
+    fn flood(&self, kind: RuleKind) -> Result<String, String> {
+        assert!(
+            Counting::held() > 0,
+            "the test binary must install kata::memory::Counting as its global allocator"
+        );
+        let period = Duration::from_millis(1);
+        let rule = kind.rule(2, period);
+        let over = match kind {
+            RuleKind::FixedWindow => Overflow::Admit,
+            RuleKind::TokenBucket => Overflow::Deny,
+        };
+        let bounds = Bounds::new("flood", FLOOD_KEYS, over);
+        let step_of = |i: usize| -> Request {
+            // 20_000 new keys per period, twice what the store holds; one
+            // of ten steady keys every hundredth step.
+            let now = i as u64 * 50;
+            if i % 100 == 0 {
+                Request::new(&format!("steady-{}", i / 100 % 10), now)
+            } else {
+                Request::new(&format!("flood-{i}"), now)
+            }
+        };
+        let total = FLOOD + FLOOD / 99;
+        // The contract's answers first, so that the bytes counted below are
+        // the limiter's alone.
+        let mut want: Vec<(Decision, u32)> = Vec::with_capacity(total);
+        {
+            let mut model = BoundedModel::new(rule, bounds.clone());
+            for i in 0..total {
+                let r = step_of(i);
+                let d = model.check(&r.key, r.now.as_nanos(), false);
+                want.push((d, model.held() as u32));
+            }
+        }
+        let before = Counting::held();
+        let limiter = (self.tested().build)(rule, bounds).map_err(|e| e.to_string())?;
+        let mut most = 0;
+        for (i, (d, held)) in want.iter().enumerate() {
+            progress(i);
+            let r = step_of(i);
+            let got = limiter.check(&r.key, r.now);
+            let got_held = limiter.keys_held();
+            most = most.max(got_held);
+            if got != *d || got_held != *held as usize {
+                return Err(format!(
+                    "{} distinct keys through a store of {} ({}, max_keys {}, overflow {over:?}; \
+                     new keys arrive every 50ns, 20_000 per period, and ten steady keys call \
+                     every 100th step). At step #{}, {}: yours answered {} and holds {got_held} \
+                     keys; the contract answers {} and holds {held}.",
+                    group_digits(FLOOD as u128),
+                    group_digits(FLOOD_KEYS as u128),
+                    kind_algorithm(kind).describe(&crate::timeline::Config::new(2, 1_000_000)),
+                    FLOOD_KEYS,
+                    i + 1,
+                    call(&r.key, r.now),
+                    describe(&got),
+                    describe(d),
+                ));
+            }
+        }
+        let bytes = Counting::held().saturating_sub(before);
+        let budget = FLOOD_KEYS * BYTES_PER_KEY;
+        if bytes > budget {
+            return Err(format!(
+                "after {} distinct keys through a store of {}, the limiter holds {} bytes ({} per \
+                 key of the bound), more than the {} bytes (1 KiB per key) the check allows: \
+                 something grows with the keys seen, not the keys held (a map that is never \
+                 shrunk, an index of expired entries never cleaned up).",
+                group_digits(FLOOD as u128),
+                group_digits(FLOOD_KEYS as u128),
+                group_digits(bytes as u128),
+                group_digits((bytes / FLOOD_KEYS) as u128),
+                group_digits(budget as u128)
+            ));
+        }
+        Ok(format!(
+            "most keys held {most}, {} bytes held, {} per key",
+            group_digits(bytes as u128),
+            bytes / most.max(1)
+        ))
+    }
+
+    // --------------------------------------------------------------- snapshot
+
+    /// A store of three keys under pressure, drawn step by step: each answer,
+    /// the keys held, and the metrics.
+    pub fn store_snapshot(&self) {
+        let case = Case {
+            rule: Rule::TokenBucket {
+                capacity: 2,
+                refill_every: Duration::from_nanos(1_000),
+            },
+            bounds: Bounds::new("api", 3, Overflow::Deny),
+            shadow: false,
+            steps: parse_steps(
+                "a@0 b@0 c@0 a@0 a@0 d@500 sweep@1000 d@1000 e@1000 a@1500 sweep@2000 e@2000 \
+                 f@2000 g@2500 sweep@3000 g@3000",
+            )
+            .expect("a valid timeline"),
+        };
+        let draw = |seen: &[Seen]| draw(&case, seen);
+        let contract = draw(&model_run(&case));
+        let run = |v: BoundedVariant| {
+            let c = case.clone();
+            match crate::watchdog::watched(time_limit(), |_| String::new(), move || {
+                subject_run(v, &c)
+            }) {
+                Ok(Ok(seen)) => draw(&seen),
+                Ok(Err(e)) => self.fail("the store's drawing", e),
+                Err(stop) => self.fail("the store's drawing", stop.text().to_string()),
+            }
+        };
+        let reference = run(self.implementations.reference.bounded);
+        let tested = run(self.tested());
+        assert_snapshot(
+            (self.root, self.number, "store_under_pressure"),
+            &format!("{case:?}"),
+            [&tested, &reference, &contract],
+            &self.whose(),
+        );
+    }
+
+    /// `cargo run -- compare 9`: the drawing, yours beside the contract's.
+    pub fn print_comparison(&self, _which: &str) {
+        self.store_snapshot();
+        println!("no difference in the store's drawing.");
+    }
+
+    // ----------------------------------------------------------------- source
+
+    pub fn uses_only_its_inputs(&self) {
+        self.rule(RuleKind::FixedWindow).uses_only_its_inputs();
+    }
+
+    pub fn uses_only_the_sync_facade(&self) {
+        self.rule(RuleKind::FixedWindow).uses_only_the_sync_facade();
+    }
+}
+
+/// Timelines whose every answer the contract fixes exactly (where `now +
+/// C·T`, or `now + 2·W`, fits in u64): beyond, the checks every lesson
+/// shares judge only that nothing panics and no wait is zero.
+fn exact(kind: RuleKind, shape: Shape) -> impl Strategy<Value = Timeline> {
+    let algorithm = kind_algorithm(kind);
+    timelines(algorithm, shape).prop_filter("answers the contract fixes exactly", move |t| {
+        t.requests
+            .iter()
+            .all(|r| algorithm.exact_at(&t.config, r.now.as_nanos()))
+    })
+}
+
+fn kind_algorithm(kind: RuleKind) -> Algorithm {
+    kind.rule(1, Duration::from_nanos(1)).algorithm()
+}
+
+fn overflow(admit: bool) -> Overflow {
+    if admit {
+        Overflow::Admit
+    } else {
+        Overflow::Deny
+    }
+}
+
+/// The last progress lines of a stopped flood, if it printed any.
+fn progress_lines(out: &str) -> String {
+    let lines: Vec<&str> = out.lines().filter(|l| !l.trim().is_empty()).collect();
+    match lines.len() {
+        0 => String::new(),
+        n => format!("\n\n{}", lines[n.saturating_sub(5)..].join("\n")),
+    }
+}
+
+fn nth_step(case: &Case, i: usize) -> String {
+    match case.steps.get(i) {
+        Some(s) => format!("step #{}, {}", i + 1, s.show()),
+        None => format!("step #{}", i + 1),
+    }
+}
+
+/// Steps in timeline notation, with `sweep@nanos` among the requests.
+pub fn parse_steps(text: &str) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
+    for token in text.split_whitespace() {
+        if let Some(at) = token.strip_prefix("sweep@") {
+            let at: u64 = at
+                .replace('_', "")
+                .parse()
+                .map_err(|_| format!("{token:?}: the instant of a sweep is whole nanoseconds"))?;
+            steps.push(Step::Sweep(Timestamp::from_nanos(at)));
+        } else {
+            let t = Timeline::parse(crate::timeline::Config::new(1, 1), token)?;
+            steps.extend(t.requests.into_iter().map(Step::Check));
+        }
+    }
+    Ok(steps)
+}
+
+/// Answers in the kata's notation, `=n` for a sweep that forgot n keys.
+fn parse_answers(text: &str) -> Result<Vec<Answer>, String> {
+    text.split_whitespace()
+        .map(|token| match token.strip_prefix('=') {
+            Some(n) => n
+                .parse()
+                .map(Answer::Swept)
+                .map_err(|_| format!("{token:?}: a sweep's answer is =n")),
+            None => parse_decisions(token).map(|d| Answer::Decision(d[0])),
+        })
+        .collect()
+}
+
+/// The contract's answers to a case, step by step.
+fn model_run(case: &Case) -> Vec<Seen> {
+    let mut model = BoundedModel::new(case.rule, case.bounds.clone());
+    case.steps
+        .iter()
+        .map(|s| {
+            let answer = match s {
+                Step::Check(r) => {
+                    Answer::Decision(model.check(&r.key, r.now.as_nanos(), case.shadow))
+                }
+                Step::Sweep(at) => Answer::Swept(model.sweep(at.as_nanos())),
+            };
+            Seen {
+                answer,
+                held: (!case.shadow).then(|| model.held()),
+                metrics: expected_metrics(&case.bounds.policy, &model.counts),
+            }
+        })
+        .collect()
+}
+
+/// A subject's answers to a case, step by step, with its metrics read by a
+/// recorder of the run's own.
+fn subject_run(v: BoundedVariant, case: &Case) -> Result<Vec<Seen>, String> {
+    let recorder = Recorded::default();
+    metrics::with_local_recorder(&recorder, || {
+        let built = if case.shadow {
+            (v.shadow)(case.rule, case.bounds.clone()).map(Built::Shadow)
+        } else {
+            (v.build)(case.rule, case.bounds.clone()).map(Built::Bounded)
+        };
+        let subject = built.map_err(|e| {
+            format!(
+                "new({:?}, {:?}) returned Err({e:?}) for a valid configuration",
+                case.rule, case.bounds
+            )
+        })?;
+        let mut seen = Vec::with_capacity(case.steps.len());
+        for (i, s) in case.steps.iter().enumerate() {
+            progress(i);
+            let answer = match (s, &subject) {
+                (Step::Check(r), Built::Bounded(l)) => Answer::Decision(l.check(&r.key, r.now)),
+                (Step::Check(r), Built::Shadow(l)) => Answer::Decision(l.check(&r.key, r.now)),
+                (Step::Sweep(at), Built::Bounded(l)) => Answer::Swept(l.sweep(*at)),
+                (Step::Sweep(_), Built::Shadow(_)) => unreachable!("shadow cases never sweep"),
+            };
+            seen.push(Seen {
+                answer,
+                held: match &subject {
+                    Built::Bounded(l) => Some(l.keys_held()),
+                    Built::Shadow(_) => None,
+                },
+                metrics: recorder.read(),
+            });
+        }
+        Ok(seen)
+    })
+}
+
+enum Built {
+    Bounded(Arc<dyn Bounded>),
+    Shadow(Arc<dyn RateLimiter>),
+}
+
+fn compare_run(v: BoundedVariant, case: &Case) -> Result<(), String> {
+    judge(&model_run(case), &subject_run(v, case)?)
+        .map_err(|e| format!("{}\n\n{e}", show_case(case)))
+}
+
+fn show_case(case: &Case) -> String {
+    let mut out = case.describe();
+    for (i, s) in case.steps.iter().enumerate() {
+        out.push_str(&format!("\n  #{:<3} {}", i + 1, s.show()));
+    }
+    out
+}
+
+/// The first step where the subject shows something else than the model.
+fn judge(want: &[Seen], got: &[Seen]) -> Result<(), String> {
+    for (i, (w, g)) in want.iter().zip(got).enumerate() {
+        if w.answer != g.answer {
+            return Err(format!(
+                "step #{}: yours answered {}; the contract says {}.",
+                i + 1,
+                g.answer,
+                w.answer
+            ));
+        }
+        if w.held != g.held {
+            return Err(format!(
+                "step #{} answered as the contract says, but then keys_held() is {}; the \
+                 contract holds {} (a key is forgotten by a sweep, or to make room for a new \
+                 key in a full store, exactly when its state has become a fresh key's).",
+                i + 1,
+                g.held.unwrap_or_default(),
+                w.held.unwrap_or_default()
+            ));
+        }
+        if let Err(e) = same_metrics(&w.metrics, &g.metrics) {
+            return Err(format!("after step #{}: {e}", i + 1));
+        }
+    }
+    Ok(())
+}
+
+// ------------------------------------------------------------------ metrics
+
+/// Every series a run recorded, by name and labels, with its value (a
+/// counter's count, a gauge's value).
+type Metrics = BTreeMap<String, f64Bits>;
+
+/// An `f64` compared and shown exactly.
+#[allow(non_camel_case_types)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct f64Bits(u64);
+
+impl fmt::Debug for f64Bits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", f64::from_bits(self.0))
+    }
+}
+
+fn series(name: &str, labels: &[(&str, &str)]) -> String {
+    let mut labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v:?}")).collect();
+    labels.sort();
+    format!("{name}{{{}}}", labels.join(","))
+}
+
+fn expected_metrics(policy: &str, c: &Counts) -> Metrics {
+    let p = (metric::POLICY, policy);
+    let mut m = Metrics::new();
+    let mut put = |name: &str, labels: &[(&str, &str)], value: u64| {
+        if value > 0 {
+            m.insert(series(name, labels), f64Bits((value as f64).to_bits()));
+        }
+    };
+    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::ALLOWED)], c.allowed);
+    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::DENIED)], c.denied);
+    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::SHADOWED)], c.shadowed);
+    put(metric::EVICTIONS, &[p], c.evictions);
+    put(metric::OVERFLOWS, &[p], c.overflows);
+    put(metric::KEYS, &[p], c.keys);
+    m
+}
+
+/// Zero-valued series count as absent (a counter registered before its
+/// first increment, a gauge set to 0).
+fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> {
+    let zero = f64Bits(0f64.to_bits());
+    let got: Metrics = got
+        .iter()
+        .filter(|(_, v)| **v != zero && **v != f64Bits((-0f64).to_bits()))
+        .map(|(k, v)| (k.clone(), *v))
+        .collect();
+    if let Some(extra) = got.keys().find(|k| !want.contains_key(*k)) {
+        let labels_ok = extra
+            .split_once('{')
+            .map(|(_, rest)| rest.trim_end_matches('}'))
+            .unwrap_or("")
+            .split(',')
+            .filter(|l| !l.is_empty())
+            .all(|l| l.starts_with("policy=") || l.starts_with("outcome="));
+        let known = [
+            metric::DECISIONS,
+            metric::KEYS,
+            metric::EVICTIONS,
+            metric::OVERFLOWS,
+        ]
+        .iter()
+        .any(|n| extra.starts_with(&format!("{n}{{")));
+        return Err(if !labels_ok {
+            format!(
+                "the series {extra} has a label the contract does not name. Metrics carry the \
+                 labels `policy` (and `outcome` on decisions) only: a label per client key makes \
+                 one time series per client, and the monitoring system keeps every series in \
+                 memory, so a million clients become a million series (the unbounded store this \
+                 lesson removes from the limiter, moved into the monitoring)."
+            )
+        } else if !known {
+            format!(
+                "the series {extra} is not one of the contract's metrics ({}, {}, {}, {})",
+                metric::DECISIONS,
+                metric::KEYS,
+                metric::EVICTIONS,
+                metric::OVERFLOWS
+            )
+        } else {
+            format!(
+                "the series {extra} reads {:?}; the contract expects no such series yet (or 0). \
+                 Every metric the contract expects: {}",
+                got[extra],
+                show_metrics(want)
+            )
+        });
+    }
+    for (k, v) in want {
+        if got.get(k) != Some(v) {
+            return Err(format!(
+                "the series {k} reads {}; the contract says {v:?}. Yours: {}; the contract's: {}",
+                got.get(k).map_or("nothing (never recorded)".to_string(), |g| format!("{g:?}")),
+                show_metrics(&got),
+                show_metrics(want)
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn show_metrics(m: &Metrics) -> String {
+    if m.is_empty() {
+        return "none".into();
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k} {v:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A recorder that keeps each series' current value, for one run on one
+/// thread (`metrics::with_local_recorder`).
+#[derive(Default)]
+struct Recorded {
+    series: Mutex<BTreeMap<String, Arc<AtomicU64>>>,
+    gauges: Mutex<std::collections::BTreeSet<String>>,
+}
+
+impl Recorded {
+    fn handle(&self, key: &Key) -> (String, Arc<AtomicU64>) {
+        let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
+        let name = series(key.name(), &labels);
+        let cell = self
+            .series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(name.clone())
+            .or_default()
+            .clone();
+        (name, cell)
+    }
+
+    fn read(&self) -> Metrics {
+        let gauges = self.gauges.lock().unwrap_or_else(|e| e.into_inner());
+        self.series
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(k, v)| {
+                let raw = v.load(Ordering::Relaxed);
+                let value = if gauges.contains(k) {
+                    raw
+                } else {
+                    (raw as f64).to_bits()
+                };
+                (k.clone(), f64Bits(value))
+            })
+            .collect()
+    }
+}
+
+impl Recorder for Recorded {
+    fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+    fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+
+    fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+        Counter::from_arc(self.handle(key).1)
+    }
+
+    fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+        let (name, cell) = self.handle(key);
+        self.gauges
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name);
+        Gauge::from_arc(cell)
+    }
+
+    fn register_histogram(&self, key: &Key, _: &Metadata<'_>) -> Histogram {
+        // No histogram is in the contract: one shows as a series of its own.
+        let (name, _) = self.handle(key);
+        self.gauges
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(name);
+        Histogram::noop()
+    }
+}
+
+// ------------------------------------------------------------------ drawing
+
+fn draw(case: &Case, seen: &[Seen]) -> String {
+    let mut out = format!("{}\n", case.describe());
+    out.push_str("step                      answer                              held  metrics\n");
+    for (s, v) in case.steps.iter().zip(seen) {
+        let m = &v.metrics;
+        let read = |name: &str, extra: Option<(&str, &str)>| {
+            let mut labels = vec![(metric::POLICY, case.bounds.policy.as_str())];
+            labels.extend(extra);
+            m.get(&series(name, &labels))
+                .map_or(0.0, |b| f64::from_bits(b.0))
+        };
+        out.push_str(&format!(
+            "{:<25} {:<35} {:>4}  allowed {} denied {} evicted {} overflow {} keys {}\n",
+            s.show(),
+            v.answer.to_string(),
+            v.held.map_or("-".into(), |h| h.to_string()),
+            read(metric::DECISIONS, Some((metric::OUTCOME, metric::ALLOWED))),
+            read(metric::DECISIONS, Some((metric::OUTCOME, metric::DENIED))),
+            read(metric::EVICTIONS, None),
+            read(metric::OVERFLOWS, None),
+            read(metric::KEYS, None),
+        ));
+    }
+    out
+}
