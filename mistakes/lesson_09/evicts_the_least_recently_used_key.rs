@@ -81,7 +81,13 @@ impl Kind {
                     let allowed = Decision::Allowed {
                         remaining: limit - count - 1,
                     };
-                    (allowed, Some(State { a: k, count: count + 1 }))
+                    (
+                        allowed,
+                        Some(State {
+                            a: k,
+                            count: count + 1,
+                        }),
+                    )
                 } else {
                     let retry_after = Duration::from_nanos(window - now % window);
                     (Decision::Denied { retry_after }, None)
@@ -158,9 +164,7 @@ impl BoundedLimiter {
             }
         };
         let policy = bounds.policy;
-        let outcome = |o: &'static str| {
-            metrics::counter!(metric::DECISIONS, metric::POLICY => policy.clone(), metric::OUTCOME => o)
-        };
+        let outcome = |o: &'static str| metrics::counter!(metric::DECISIONS, metric::POLICY => policy.clone(), metric::OUTCOME => o);
         let metrics = Metrics {
             allowed: outcome(metric::ALLOWED),
             denied: outcome(metric::DENIED),
@@ -310,9 +314,7 @@ pub struct Shadow {
 
 impl Shadow {
     pub fn new(limiter: BoundedLimiter) -> Self {
-        let outcome = |o: &'static str| {
-            metrics::counter!(metric::DECISIONS, metric::POLICY => limiter.policy().to_string(), metric::OUTCOME => o)
-        };
+        let outcome = |o: &'static str| metrics::counter!(metric::DECISIONS, metric::POLICY => limiter.policy().to_string(), metric::OUTCOME => o);
         Shadow {
             allowed: outcome(metric::ALLOWED),
             shadowed: outcome(metric::SHADOWED),

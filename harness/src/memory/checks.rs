@@ -387,9 +387,7 @@ impl BoundedLesson {
                 }
                 // The last request's key, or "a" on an empty timeline.
                 let key = t.requests[..n].last().map_or("a", |r| r.key.as_str());
-                let fresh = model
-                    .fresh_from(key)
-                    .unwrap_or(u128::from(model.clock()));
+                let fresh = model.fresh_from(key).unwrap_or(u128::from(model.clock()));
                 let probe = (fresh as i128 + i128::from(offset))
                     .clamp(i128::from(model.clock()), i128::from(u64::MAX))
                     as u64;
@@ -403,10 +401,7 @@ impl BoundedLesson {
                 }
             });
         self.property(
-            &format!(
-                "forgets a key exactly when it is fresh ({})",
-                kind.name()
-            ),
+            &format!("forgets a key exactly when it is fresh ({})", kind.name()),
             &strategy,
         );
     }
@@ -414,13 +409,14 @@ impl BoundedLesson {
     /// The shadow wrapper never denies: what the limit would deny is
     /// allowed with nothing remaining and counted as shadowed.
     pub fn shadow_never_denies(&self, kind: RuleKind) {
-        let strategy = (exact(kind, Shape::InOrder), 1usize..=4, any::<bool>())
-            .prop_map(move |(t, max_keys, admit)| Case {
+        let strategy = (exact(kind, Shape::InOrder), 1usize..=4, any::<bool>()).prop_map(
+            move |(t, max_keys, admit)| Case {
                 rule: kind.rule(t.config.limit, t.config.period),
                 bounds: Bounds::new("next", max_keys, overflow(admit)),
                 shadow: true,
                 steps: t.requests.iter().cloned().map(Step::Check).collect(),
-            });
+            },
+        );
         self.property(
             &format!("shadow mode never denies ({})", kind.name()),
             &strategy,
@@ -552,7 +548,7 @@ impl BoundedLesson {
             // 20_000 new keys per period, twice what the store holds; one
             // of ten steady keys every hundredth step.
             let now = i as u64 * 50;
-            if i % 100 == 0 {
+            if i.is_multiple_of(100) {
                 Request::new(&format!("steady-{}", i / 100 % 10), now)
             } else {
                 Request::new(&format!("flood-{i}"), now)
@@ -640,9 +636,11 @@ impl BoundedLesson {
         let contract = draw(&model_run(&case));
         let run = |v: BoundedVariant| {
             let c = case.clone();
-            match crate::watchdog::watched(time_limit(), |_| String::new(), move || {
-                subject_run(v, &c)
-            }) {
+            match crate::watchdog::watched(
+                time_limit(),
+                |_| String::new(),
+                move || subject_run(v, &c),
+            ) {
                 Ok(Ok(seen)) => draw(&seen),
                 Ok(Err(e)) => self.fail("the store's drawing", e),
                 Err(stop) => self.fail("the store's drawing", stop.text().to_string()),
@@ -882,9 +880,21 @@ fn expected_metrics(policy: &str, c: &Counts) -> Metrics {
             m.insert(series(name, labels), f64Bits((value as f64).to_bits()));
         }
     };
-    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::ALLOWED)], c.allowed);
-    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::DENIED)], c.denied);
-    put(metric::DECISIONS, &[p, (metric::OUTCOME, metric::SHADOWED)], c.shadowed);
+    put(
+        metric::DECISIONS,
+        &[p, (metric::OUTCOME, metric::ALLOWED)],
+        c.allowed,
+    );
+    put(
+        metric::DECISIONS,
+        &[p, (metric::OUTCOME, metric::DENIED)],
+        c.denied,
+    );
+    put(
+        metric::DECISIONS,
+        &[p, (metric::OUTCOME, metric::SHADOWED)],
+        c.shadowed,
+    );
     put(metric::EVICTIONS, &[p], c.evictions);
     put(metric::OVERFLOWS, &[p], c.overflows);
     put(metric::KEYS, &[p], c.keys);
@@ -945,7 +955,8 @@ fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> {
         if got.get(k) != Some(v) {
             return Err(format!(
                 "the series {k} reads {}; the contract says {v:?}. Yours: {}; the contract's: {}",
-                got.get(k).map_or("nothing (never recorded)".to_string(), |g| format!("{g:?}")),
+                got.get(k)
+                    .map_or("nothing (never recorded)".to_string(), |g| format!("{g:?}")),
                 show_metrics(&got),
                 show_metrics(want)
             ));

@@ -24,8 +24,14 @@ use crate::models::Algorithm;
 /// token bucket (lesson 06's GCRA), answer for answer.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Rule {
-    FixedWindow { limit: u64, window: Duration },
-    TokenBucket { capacity: u64, refill_every: Duration },
+    FixedWindow {
+        limit: u64,
+        window: Duration,
+    },
+    TokenBucket {
+        capacity: u64,
+        refill_every: Duration,
+    },
 }
 
 impl Rule {

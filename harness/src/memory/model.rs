@@ -161,7 +161,10 @@ mod tests {
         };
         let mut m = BoundedModel::new(rule, Bounds::new("p", 2, Overflow::Deny));
         assert_eq!(m.check("a", 0, false), Decision::Allowed { remaining: 1 });
-        assert_eq!(m.check("b", 500_000, false), Decision::Allowed { remaining: 1 });
+        assert_eq!(
+            m.check("b", 500_000, false),
+            Decision::Allowed { remaining: 1 }
+        );
         // a's bucket is full again at 1 ms, b's at 1.5 ms.
         assert_eq!(
             m.check("c", 600_000, false),
@@ -169,7 +172,10 @@ mod tests {
                 retry_after: Duration::from_nanos(400_000)
             }
         );
-        assert_eq!(m.check("c", 1_000_000, false), Decision::Allowed { remaining: 1 });
+        assert_eq!(
+            m.check("c", 1_000_000, false),
+            Decision::Allowed { remaining: 1 }
+        );
         assert_eq!(m.counts.evictions, 1);
         assert_eq!(m.counts.overflows, 1);
         assert_eq!(m.held(), 2);
@@ -186,7 +192,10 @@ mod tests {
         };
         let mut m = BoundedModel::new(rule, Bounds::new("p", 1, Overflow::Admit));
         assert!(m.check("a", 999_999, false).is_allowed());
-        assert_eq!(m.check("b", 999_999, false), Decision::Allowed { remaining: 0 });
+        assert_eq!(
+            m.check("b", 999_999, false),
+            Decision::Allowed { remaining: 0 }
+        );
         assert_eq!(m.counts.overflows, 1);
         assert_eq!(m.held(), 1);
         // Late: answered at the clock, 999_999.
