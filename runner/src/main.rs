@@ -79,6 +79,20 @@ enum Command {
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
+    /// Validate a running server under load: one client's requests to a
+    /// loopback URL at a steady rate for a few seconds, then per second how
+    /// many were admitted against what the policy the server announces
+    /// (`RateLimit-Policy`) allows, and a verdict. Exits 0 on PASS, 1 on FAIL.
+    Load {
+        /// The URL, on 127.0.0.1, ::1 or localhost (`cargo run -- serve` prints one).
+        url: String,
+        /// Requests per second (1 to 1000).
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        /// How long, in seconds (1 to 60).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+    },
     /// A whole class at a glance, for instructors: from a folder of reports
     /// (`report --json` files) or of learners' checkouts, or both. Prints a
     /// table and writes a self-contained HTML page.
@@ -99,6 +113,27 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
     },
+}
+
+/// `cargo run -- load URL`: the harness's load, its table and its verdict.
+fn load(url: &str, rate: u32, seconds: u32) -> Done {
+    let load = kata::http::load::Load::new(url, rate, seconds).map_err(Refusal)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Refusal(format!("no runtime: {e}")))?;
+    println!(
+        "sending {} requests to {url}, {rate} a second for {seconds} s ...",
+        u64::from(rate) * u64::from(seconds)
+    );
+    let report = runtime.block_on(kata::http::load::run(&load));
+    print!("{}", report.render());
+    Ok(if report.verdict().is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `cargo run -- bench N`: the bench crate's `versus` binary, built with
@@ -813,6 +848,7 @@ fn main() -> ExitCode {
             Some(Command::Class { folder, html }) => class(&root, &lessons, &folder, html),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
             Some(Command::Serve { reference, port }) => serve(&root, &lessons, reference, port),
+            Some(Command::Load { url, rate, seconds }) => load(&url, rate, seconds),
         });
     match done {
         Ok(code) => code,

@@ -23,6 +23,37 @@ pub struct Counts {
     pub keys: u64,
 }
 
+impl Counts {
+    /// Records, through the `metrics` facade, what changed since `before`
+    /// (the demo server's limiter, which is this model).
+    pub fn record_since(&self, before: &Counts, policy: &str) {
+        use super::metric;
+        let p = policy.to_string();
+        let outcomes = [
+            (metric::ALLOWED, self.allowed - before.allowed),
+            (metric::DENIED, self.denied - before.denied),
+            (metric::SHADOWED, self.shadowed - before.shadowed),
+        ];
+        for (outcome, n) in outcomes {
+            if n > 0 {
+                metrics::counter!(metric::DECISIONS, metric::POLICY => p.clone(), metric::OUTCOME => outcome)
+                    .increment(n);
+            }
+        }
+        if self.evictions > before.evictions {
+            metrics::counter!(metric::EVICTIONS, metric::POLICY => p.clone())
+                .increment(self.evictions - before.evictions);
+        }
+        if self.overflows > before.overflows {
+            metrics::counter!(metric::OVERFLOWS, metric::POLICY => p.clone())
+                .increment(self.overflows - before.overflows);
+        }
+        if self.keys != before.keys {
+            metrics::gauge!(metric::KEYS, metric::POLICY => p).set(self.keys as f64);
+        }
+    }
+}
+
 /// The contract of a bounded limiter.
 #[derive(Clone)]
 pub struct BoundedModel {
