@@ -39,6 +39,11 @@ kata::lesson!();
     "b@1500 a@999 a@10",
     "+0 +0 -500"
 )]
+#[case::a_sweep_moves_the_clock_on_for_every_later_request(
+    RuleKind::FixedWindow, (1, 1_000), (10, Overflow::Deny),
+    "a@0 sweep@1500 a@999 a@999",
+    "+0 =1 +0 -500"
+)]
 #[case::held_keys_keep_their_answers_while_new_ones_overflow(
     RuleKind::FixedWindow, (2, 1_000), (1, Overflow::Deny),
     "a@0 b@0 a@0 a@0 b@1000",

@@ -1,5 +1,5 @@
 //! ns per decision for every contender, on the same keys: one hot key; 10,000
-//! and 1,000,000 keys round-robin; two threads on one key. Run with
+//! and 1,000,000 keys round-robin; two threads on one key and on 10,000. Run with
 //! `scripts/bench.sh`, which also prints the summary table.
 
 use std::hint::black_box;
@@ -57,10 +57,23 @@ fn a_million_keys(c: &mut Criterion) {
 /// Two threads deciding for one key at once, each pinned to its own core
 /// where the OS allows it. Reported: wall time per decision of both together.
 fn two_threads_one_key(c: &mut Criterion) {
+    two_threads(c, "two-threads", 1);
+}
+
+/// Two threads over the same 10,000 keys round-robin, half a round apart:
+/// concurrent requests of different clients, as a server sees them.
+fn two_threads_ten_thousand_keys(c: &mut Criterion) {
+    two_threads(c, "two-threads-10k", 10_000);
+}
+
+fn two_threads(c: &mut Criterion, group_name: &str, count: usize) {
     let cores = core_affinity::get_core_ids().unwrap_or_default();
-    let mut group = c.benchmark_group("two-threads");
-    let key = keys(1).remove(0);
+    let mut group = c.benchmark_group(group_name);
+    let keys = Arc::new(keys(count));
     for (name, limiter) in contenders() {
+        for (i, key) in keys.iter().enumerate() {
+            limiter.decide(key, i as u64);
+        }
         let limiter: Arc<dyn Contender> = Arc::from(limiter);
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
@@ -68,14 +81,17 @@ fn two_threads_one_key(c: &mut Criterion) {
                 let start = Arc::new(Barrier::new(3));
                 let threads: Vec<_> = (0..2u64)
                     .map(|t| {
-                        let (limiter, key, start) = (limiter.clone(), key.clone(), start.clone());
+                        let (limiter, keys, start) = (limiter.clone(), keys.clone(), start.clone());
                         let core = cores.get(t as usize).copied();
                         std::thread::spawn(move || {
                             let pinned = core.is_some_and(core_affinity::set_for_current);
+                            let mut k = t as usize * keys.len() / 2;
                             start.wait();
                             let begun = Instant::now();
                             for i in 0..per_thread {
-                                black_box(limiter.decide(&key, i * 2 + t));
+                                let key = &keys[k];
+                                k = if k + 1 == keys.len() { 0 } else { k + 1 };
+                                black_box(limiter.decide(key, keys.len() as u64 + i * 2 + t));
                             }
                             (begun.elapsed(), pinned)
                         })
@@ -104,6 +120,7 @@ criterion_group! {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3))
         .sample_size(30);
-    targets = one_hot_key, ten_thousand_keys, a_million_keys, two_threads_one_key
+    targets = one_hot_key, ten_thousand_keys, a_million_keys, two_threads_one_key,
+        two_threads_ten_thousand_keys
 }
 criterion_main!(benches);

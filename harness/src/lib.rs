@@ -319,6 +319,38 @@ macro_rules! __variant {
                 }
             }
 
+            struct OnLoom(on_loom::imp::$limiter);
+
+            impl Bounded for OnLoom {
+                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                    RateLimiter::check(&self.0, key, now)
+                }
+
+                fn sweep(&self, now: $crate::Timestamp) -> usize {
+                    self.0.sweep(now)
+                }
+
+                fn keys_held(&self) -> usize {
+                    self.0.keys_held()
+                }
+            }
+
+            struct Shadowed(on_std::imp::Shadow);
+
+            impl Bounded for Shadowed {
+                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                    RateLimiter::check(&self.0, key, now)
+                }
+
+                fn sweep(&self, now: $crate::Timestamp) -> usize {
+                    self.0.limiter().sweep(now)
+                }
+
+                fn keys_held(&self) -> usize {
+                    self.0.limiter().keys_held()
+                }
+            }
+
             const BOUNDED: BoundedVariant = BoundedVariant {
                 file: $path,
                 source: include_str!($file),
@@ -328,7 +360,11 @@ macro_rules! __variant {
                 },
                 shadow: |rule, bounds| {
                     on_std::imp::$limiter::new(rule, bounds)
-                        .map(|l| Arc::new(on_std::imp::Shadow::new(l)) as Arc<dyn RateLimiter>)
+                        .map(|l| Arc::new(Shadowed(on_std::imp::Shadow::new(l))) as Arc<dyn Bounded>)
+                },
+                build_loom: |rule, bounds| {
+                    on_loom::imp::$limiter::new(rule, bounds)
+                        .map(|l| Arc::new(OnLoom(l)) as Arc<dyn Bounded>)
                 },
             };
 
@@ -948,6 +984,28 @@ macro_rules! __bounded_rule {
             #[test]
             fn shadow_mode_never_denies() {
                 super::lesson().shadow_never_denies($crate::memory::drive::RuleKind::$rule);
+            }
+
+            /// Sweeps and a full store, raced under loom.
+            #[test]
+            fn loom_a_sweep_races_an_update() {
+                super::lesson().race($crate::memory::checks::Race::sweep_races_an_update(
+                    $crate::memory::drive::RuleKind::$rule,
+                ));
+            }
+
+            #[test]
+            fn loom_two_new_keys_and_one_slot() {
+                super::lesson().race($crate::memory::checks::Race::two_new_keys_and_one_slot(
+                    $crate::memory::drive::RuleKind::$rule,
+                ));
+            }
+
+            #[test]
+            fn loom_one_clock_for_two_calls() {
+                super::lesson().race($crate::memory::checks::Race::one_clock_for_two_calls(
+                    $crate::memory::drive::RuleKind::$rule,
+                ));
             }
 
             /// A million keys through a store of ten thousand.

@@ -428,36 +428,54 @@ fn explain(message: String) -> String {
 pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> Result<(), String> {
     let allowed = linearizations(algorithm, &scenario);
     let s = scenario.clone();
+    let header = format!("loom scenario \"{}\" ({})", scenario.name, scenario.what);
+    explore_with(header, move || {
+        let got = execution(build, &s);
+        (!linearizable(algorithm, &s, &got)).then(|| {
+            let mut text = format!(
+                "{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
+                show_answers(&s, &got, "thread")
+            );
+            for a in &allowed {
+                text.push_str(&format!("  {}\n", compact(a, "thread")));
+            }
+            text
+        })
+    })
+}
+
+/// Runs `execution` under loom over every interleaving of its threads (up
+/// to loom's preemption bound, 2 unless `LOOM_MAX_PREEMPTIONS` says
+/// otherwise). `execution` returns what its answers broke, if anything; the
+/// first execution that breaks something fails the exploration with that
+/// text and the schedule of the execution, operation by operation.
+pub fn explore_with(
+    header: String,
+    execution: impl Fn() -> Option<String> + Send + Sync + 'static,
+) -> Result<(), String> {
+    let name = header.clone();
     let work = move || {
         let mut builder = loom::model::Builder::new();
         if builder.preemption_bound.is_none() {
             builder.preemption_bound = Some(2);
         }
-        let (s2, allowed2) = (s.clone(), allowed.clone());
         let executions = Arc::new(AtomicUsize::new(0));
         let counted = executions.clone();
         let started = Instant::now();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             builder.check(move || {
                 counted.fetch_add(1, Ordering::Relaxed);
-                let got = execution(build, &s2);
-                if !linearizable(algorithm, &s2, &got) {
-                    let mut text = format!(
-                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
-                        show_answers(&s2, &got, "thread")
+                if let Some(broken) = execution() {
+                    panic!(
+                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{broken}"
                     );
-                    for a in &allowed2 {
-                        text.push_str(&format!("  {}\n", compact(a, "thread")));
-                    }
-                    panic!("{text}");
                 }
             })
         }));
         // Shown with `--nocapture`: how much loom explored.
         println!(
-            "loom explored {} executions of scenario \"{}\" in {:.2}s",
+            "loom explored {} executions of {name} in {:.2}s",
             executions.load(Ordering::Relaxed),
-            s.name,
             started.elapsed().as_secs_f64()
         );
         result.map_err(|payload| {
@@ -471,7 +489,6 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
             (message, take_trace())
         })
     };
-    let header = format!("loom scenario \"{}\" ({})", scenario.name, scenario.what);
     // A correct design with many lock and atomic operations takes loom longer
     // to explore than the reference does; only a real hang should reach this.
     match watched(time_limit() * 6, |_| "a loom execution".into(), work) {

@@ -68,6 +68,11 @@ impl Shadow {
     pub fn new(limiter: BoundedLimiter) -> Self {
         Shadow { limiter }
     }
+
+    /// The limiter it decides with, to sweep it or ask how many keys it holds.
+    pub fn limiter(&self) -> &BoundedLimiter {
+        &self.limiter
+    }
 }
 
 impl RateLimiter for Shadow {

@@ -301,6 +301,11 @@ impl Shadow {
             limiter,
         }
     }
+
+    /// The limiter it decides with, to sweep it or ask how many keys it holds.
+    pub fn limiter(&self) -> &BoundedLimiter {
+        &self.limiter
+    }
 }
 
 impl RateLimiter for Shadow {

@@ -4,45 +4,21 @@
 //!
 //! `scripts/bench.sh` runs the benchmarks, then this.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
+use kata::memory::Counting;
 use ratelimit_kata_bench::{contenders, keys};
 
-/// Counts the bytes currently allocated.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        System.alloc(layout)
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        System.dealloc(ptr, layout)
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        System.realloc(ptr, layout, new_size)
-    }
-}
-
+/// The harness's counting allocator: the bytes held at any moment.
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-const GROUPS: [(&str, &str); 4] = [
+const GROUPS: [(&str, &str); 5] = [
     ("hot-key", "1 hot key"),
     ("keys-10k", "10k keys"),
     ("keys-1m", "1M keys"),
     ("two-threads", "2 threads, 1 key"),
+    ("two-threads-10k", "2 threads, 10k keys"),
 ];
 
 fn criterion_dir() -> PathBuf {
@@ -69,7 +45,7 @@ fn main() {
     let names: Vec<&str> = contenders().iter().map(|(n, _)| *n).collect();
     let mut bytes_per_key = Vec::new();
     for name in &names {
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = Counting::held();
         let (_, limiter) = contenders()
             .into_iter()
             .find(|(n, _)| n == name)
@@ -77,8 +53,8 @@ fn main() {
         for (i, key) in million.iter().enumerate() {
             limiter.decide(key, i as u64);
         }
-        let after = LIVE.load(Ordering::Relaxed);
-        bytes_per_key.push((after - before) as f64 / million.len() as f64);
+        let after = Counting::held();
+        bytes_per_key.push(after.saturating_sub(before) as f64 / million.len() as f64);
         drop(limiter);
     }
 

@@ -1,8 +1,8 @@
 //! Validation under load: a bounded stream of requests of one client to a
 //! loopback URL at a steady rate, and a verdict from the answers, second by
 //! second, against the policy the server announces (`RateLimit-Policy`).
-//! What `cargo run -- load` runs, and what lesson 07's
-//! `end_to_end_load_and_metrics` runs against the demo server.
+//! What `cargo run -- load` runs (the runner's tests run it against the demo
+//! server, and against a server that limits nothing).
 
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Bounds, Overflow, Rule};
-use crate::decision::{ConfigError, Decision, RateLimiter};
+use crate::decision::{ConfigError, Decision};
 use crate::drive::Drive;
 use crate::time::Timestamp;
 
@@ -25,8 +25,9 @@ pub trait Bounded: Send + Sync {
 /// Builds one limiter of an implementation.
 pub type BuildBounded = fn(Rule, Bounds) -> Result<Arc<dyn Bounded>, ConfigError>;
 
-/// Builds the implementation's shadow wrapper over one of its limiters.
-pub type BuildShadow = fn(Rule, Bounds) -> Result<Arc<dyn RateLimiter>, ConfigError>;
+/// Builds the implementation's shadow wrapper over one of its limiters
+/// (`check` is the wrapper's; `sweep` and `keys_held` its limiter's).
+pub type BuildShadow = fn(Rule, Bounds) -> Result<Arc<dyn Bounded>, ConfigError>;
 
 /// One implementation of lesson 09 compiled into its test binary.
 #[derive(Clone, Copy)]
@@ -35,6 +36,8 @@ pub struct BoundedVariant {
     pub source: &'static str,
     pub build: BuildBounded,
     pub shadow: BuildShadow,
+    /// The same limiter over loom's primitives (inside a loom model only).
+    pub build_loom: BuildBounded,
 }
 
 /// The rules the kind is checked with.

@@ -68,8 +68,8 @@ pub enum Overflow {
     /// `Denied`, with a `retry_after` until the first held key can be
     /// forgotten (then a slot is free).
     Deny,
-    /// `Allowed { remaining: 0 }`, untracked: the request is not counted
-    /// against its key, only in the overflow metric.
+    /// `Allowed { remaining: 0 }`, untracked: the request is counted
+    /// against no key (it shows as allowed, and in the overflow metric).
     Admit,
 }
 

@@ -7,7 +7,9 @@
 //!   is rebuilt from the map whenever it holds more than twice as many
 //!   entries as there are keys (amortised: each rebuild follows as many
 //!   pushes as it costs).
-//! - The clock is an `AtomicU64` moved on with `fetch_max`, outside the lock.
+//! - The clock is an `AtomicU64` moved on with `fetch_max`, under the store's
+//!   lock (outside it, a call could decide at an instant older than one a
+//!   call before it already moved the store to).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -343,6 +345,11 @@ impl Shadow {
             shadowed: outcome(metric::SHADOWED),
             limiter,
         }
+    }
+
+    /// The limiter it decides with, to sweep it or ask how many keys it holds.
+    pub fn limiter(&self) -> &BoundedLimiter {
+        &self.limiter
     }
 }
 
