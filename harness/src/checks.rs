@@ -64,6 +64,27 @@ pub struct Implementations<V = Variant> {
     pub baseline: Option<(&'static str, V)>,
 }
 
+impl<V> Implementations<V> {
+    /// The same implementations, each seen through `f`: a kind's standard
+    /// variants for the checks every lesson shares.
+    pub fn map<W>(&self, f: impl Fn(&V) -> W) -> Implementations<W> {
+        Implementations {
+            learner: f(&self.learner),
+            stub: f(&self.stub),
+            reference: f(&self.reference),
+            mistakes: self.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
+            alternatives: self.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
+            baseline: self.baseline.as_ref().map(|(n, v)| (*n, f(v))),
+        }
+    }
+}
+
+/// A text made once for the life of the test binary (a lesson's title for
+/// one of its rules).
+pub fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
 impl<V: Copy> Implementations<V> {
     /// The subject `KATA_SUBJECT` names. An invalid one is said once, past
     /// libtest's capture, and stops the test binary. Sets the kata's root

@@ -303,53 +303,10 @@ macro_rules! __variant {
             use $crate::memory::drive::{roomy, Bounded, BoundedVariant, RuleKind};
             use $crate::RateLimiter;
 
-            struct Driven(on_std::imp::$limiter);
-
-            impl Bounded for Driven {
-                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
-                    RateLimiter::check(&self.0, key, now)
-                }
-
-                fn sweep(&self, now: $crate::Timestamp) -> usize {
-                    self.0.sweep(now)
-                }
-
-                fn keys_held(&self) -> usize {
-                    self.0.keys_held()
-                }
-            }
-
-            struct OnLoom(on_loom::imp::$limiter);
-
-            impl Bounded for OnLoom {
-                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
-                    RateLimiter::check(&self.0, key, now)
-                }
-
-                fn sweep(&self, now: $crate::Timestamp) -> usize {
-                    self.0.sweep(now)
-                }
-
-                fn keys_held(&self) -> usize {
-                    self.0.keys_held()
-                }
-            }
-
-            struct Shadowed(on_std::imp::Shadow);
-
-            impl Bounded for Shadowed {
-                fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
-                    RateLimiter::check(&self.0, key, now)
-                }
-
-                fn sweep(&self, now: $crate::Timestamp) -> usize {
-                    self.0.limiter().sweep(now)
-                }
-
-                fn keys_held(&self) -> usize {
-                    self.0.limiter().keys_held()
-                }
-            }
+            $crate::__variant!(@bounded_driver Driven, on_std::imp::$limiter, |l| l);
+            $crate::__variant!(@bounded_driver OnLoom, on_loom::imp::$limiter, |l| l);
+            // The wrapper answers; its limiter is swept and counted.
+            $crate::__variant!(@bounded_driver Shadowed, on_std::imp::Shadow, |s| s.limiter());
 
             const BOUNDED: BoundedVariant = BoundedVariant {
                 file: $path,
@@ -375,6 +332,25 @@ macro_rules! __variant {
                     $crate::__variant!(@bounded $path, $file, $limiter, TokenBucket),
                 ],
             };
+        }
+    };
+    (@bounded_driver $name:ident, $ty:ty, |$it:ident| $limiter:expr) => {
+        struct $name($ty);
+
+        impl Bounded for $name {
+            fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
+                RateLimiter::check(&self.0, key, now)
+            }
+
+            fn sweep(&self, now: $crate::Timestamp) -> usize {
+                let $it = &self.0;
+                $limiter.sweep(now)
+            }
+
+            fn keys_held(&self) -> usize {
+                let $it = &self.0;
+                $limiter.keys_held()
+            }
         }
     };
     (@bounded $path:literal, $file:literal, $limiter:ident, $rule:ident) => {

@@ -133,25 +133,6 @@ impl fmt::Display for Answer {
     }
 }
 
-/// A title made once for the life of the test binary.
-fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
-}
-
-fn project<W: Copy>(
-    i: &Implementations<BoundedImpl>,
-    f: impl Fn(&BoundedImpl) -> W,
-) -> Implementations<W> {
-    Implementations {
-        learner: f(&i.learner),
-        stub: f(&i.stub),
-        reference: f(&i.reference),
-        mistakes: i.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
-        alternatives: i.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
-        baseline: i.baseline.as_ref().map(|(n, v)| (*n, f(v))),
-    }
-}
-
 /// The flood: this many distinct keys, through a store of [`FLOOD_KEYS`].
 const FLOOD: usize = 1_000_000;
 const FLOOD_KEYS: usize = 10_000;
@@ -180,10 +161,10 @@ impl BoundedLesson {
                     title,
                     limiter,
                     kind.rule(1, Duration::from_nanos(1)).algorithm(),
-                    project(&implementations, |v| v.rules[i]),
+                    implementations.map(|v| v.rules[i]),
                 )
                 .on_one_clock()
-                .titled(leak(format!(
+                .titled(crate::checks::leak(format!(
                     "{title}: {}, swept whenever the clock moves on",
                     kind.name()
                 )))
@@ -339,26 +320,7 @@ impl BoundedLesson {
             0u8..4,
         )
             .prop_map(move |(t, max_keys, admit, sweeps)| {
-                let algorithm = kind_algorithm(kind);
-                let half = t.config.period_nanos() / 2 + 1;
-                let mut steps = Vec::new();
-                let mut last = None;
-                for (i, r) in t.requests.iter().enumerate() {
-                    let at = r.now.as_nanos();
-                    let sweep = match sweeps {
-                        1 => (last != Some(r.now)).then_some(at),
-                        2 => (i % 2 == 1).then_some(at),
-                        3 => (i % 3 == 0)
-                            .then(|| at.saturating_add(half))
-                            .filter(|ahead| algorithm.exact_at(&t.config, *ahead)),
-                        _ => None,
-                    };
-                    if let Some(at) = sweep {
-                        steps.push(Step::Sweep(Timestamp::from_nanos(at)));
-                    }
-                    last = Some(r.now);
-                    steps.push(Step::Check(r.clone()));
-                }
+                let steps = with_sweeps(kind, &t, sweeps);
                 Case {
                     rule: kind.rule(t.config.limit, t.config.period),
                     bounds: Bounds::new("api", max_keys, overflow(admit)),
@@ -420,15 +382,7 @@ impl BoundedLesson {
         let strategy = (exact(kind, Shape::InOrder), small_stores(), any::<bool>()).prop_map(
             move |(t, max_keys, admit)| {
                 // Swept whenever the clock moves on, through its limiter.
-                let mut steps = Vec::new();
-                let mut last = None;
-                for r in &t.requests {
-                    if last != Some(r.now) {
-                        steps.push(Step::Sweep(r.now));
-                    }
-                    last = Some(r.now);
-                    steps.push(Step::Check(r.clone()));
-                }
+                let steps = with_sweeps(kind, &t, 1);
                 Case {
                     rule: kind.rule(t.config.limit, t.config.period),
                     bounds: Bounds::new("next", max_keys, overflow(admit)),
@@ -999,6 +953,33 @@ impl Race {
         parts.push(format!("then keys_held() = {}", r.held));
         parts.join("; ")
     }
+}
+
+/// A timeline's requests with sweeps among them: never (0), whenever the
+/// clock moves on (1), before every other request (2), or half a period
+/// ahead of every third request, where the arithmetic stays exact (3).
+fn with_sweeps(kind: RuleKind, t: &Timeline, mode: u8) -> Vec<Step> {
+    let algorithm = kind_algorithm(kind);
+    let half = t.config.period_nanos() / 2 + 1;
+    let mut steps = Vec::new();
+    let mut last = None;
+    for (i, r) in t.requests.iter().enumerate() {
+        let at = r.now.as_nanos();
+        let sweep = match mode {
+            1 => (last != Some(r.now)).then_some(at),
+            2 => (i % 2 == 1).then_some(at),
+            3 => (i % 3 == 0)
+                .then(|| at.saturating_add(half))
+                .filter(|ahead| algorithm.exact_at(&t.config, *ahead)),
+            _ => None,
+        };
+        if let Some(at) = sweep {
+            steps.push(Step::Sweep(Timestamp::from_nanos(at)));
+        }
+        last = Some(r.now);
+        steps.push(Step::Check(r.clone()));
+    }
+    steps
 }
 
 /// `max_keys` for timelines of three keys: mostly stores that fill.

@@ -51,25 +51,6 @@ pub struct RedisLesson {
     servers: Vec<Lesson>,
 }
 
-/// A title made once for the life of the test binary.
-fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
-}
-
-fn project<W: Copy>(
-    i: &Implementations<RedisImpl>,
-    f: impl Fn(&RedisImpl) -> W,
-) -> Implementations<W> {
-    Implementations {
-        learner: f(&i.learner),
-        stub: f(&i.stub),
-        reference: f(&i.reference),
-        mistakes: i.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
-        alternatives: i.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
-        baseline: i.baseline.as_ref().map(|(n, v)| (*n, f(v))),
-    }
-}
-
 /// Every call crosses a socket to a real server: the shared properties run
 /// a quarter of their cases.
 const CASE_DIVISOR: u32 = 4;
@@ -108,10 +89,13 @@ impl RedisLesson {
                         title,
                         limiter,
                         kind.rule(1, Duration::from_nanos(1)).algorithm(),
-                        project(&implementations, |v| pick(v)[i]),
+                        implementations.map(|v| pick(v)[i]),
                     )
                     .with_fewer_cases(CASE_DIVISOR)
-                    .titled(leak(format!("{title}: {}{how}", kind.name())))
+                    .titled(crate::checks::leak(format!(
+                        "{title}: {}{how}",
+                        kind.name()
+                    )))
                 })
                 .collect()
         };
