@@ -7,11 +7,14 @@
 //!   a test binary holds ([`Counting`]);
 //! - [`model`]: the contract as an executable model;
 //! - [`drive`]: how the learner's type is built and driven;
-//! - [`checks`]: the checks of the kind.
+//! - [`checks`]: the checks of the kind, with [`races`] (sweeps and a full
+//!   store under loom) and `metrics` (the recorder the checks install).
 
 pub mod checks;
 pub mod drive;
+mod metrics;
 pub mod model;
+pub mod races;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};

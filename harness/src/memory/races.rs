@@ -1,0 +1,237 @@
+//! Lesson 09's races: sweeps and a full store under loom. Each scenario's
+//! answers, what its sweeps forgot and the keys held at the end must be
+//! those of some one-at-a-time order of the same calls, by the model.
+
+use std::time::Duration;
+
+use super::checks::{parse_steps, Answer, Case, Step};
+use super::drive::{Bounded, BuildBounded, RuleKind};
+use super::model::BoundedModel;
+use super::{Bounds, Overflow, Rule};
+
+/// A concurrent situation of lesson 09: steps before the threads, each
+/// thread's steps (thread 0 is loom's main thread), steps after the join,
+/// then `keys_held()`.
+#[derive(Clone, Debug)]
+pub struct Race {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub rule: Rule,
+    pub bounds: Bounds,
+    pub before: Vec<Step>,
+    pub threads: Vec<Vec<Step>>,
+    pub after: Vec<Step>,
+}
+
+/// What one execution of a race answered.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct Raced {
+    before: Vec<Answer>,
+    threads: Vec<Vec<Answer>>,
+    after: Vec<Answer>,
+    held: usize,
+}
+
+impl Race {
+    fn rule(kind: RuleKind, limit: u64) -> Rule {
+        kind.rule(limit, Duration::from_nanos(1_000))
+    }
+
+    fn steps(text: &str) -> Vec<Step> {
+        parse_steps(text).expect("a valid race")
+    }
+
+    /// A sweep takes a key that is fresh at 1_000 while a request at 1_000
+    /// moves the key's state on: a sweep that picks its keys, lets go of
+    /// the lock and then removes them forgets a key that is live again.
+    pub fn sweep_races_an_update(kind: RuleKind) -> Race {
+        Race {
+            name: "a sweep races an update",
+            what:
+                "k is fresh at 1_000; one thread sweeps at 1_000 while another asks for k at 1_000",
+            rule: Race::rule(kind, 2),
+            bounds: Bounds::new("race", 4, Overflow::Deny),
+            before: Race::steps(match kind {
+                RuleKind::FixedWindow => "k@999",
+                RuleKind::TokenBucket => "k@0",
+            }),
+            threads: vec![Race::steps("sweep@1000"), Race::steps("k@1000")],
+            after: Race::steps("k@1000"),
+        }
+    }
+
+    /// A store of one key, which is fresh at 1_000; two new keys arrive at
+    /// 1_000: one takes the slot, the other gets the overflow answer.
+    pub fn two_new_keys_and_one_slot(kind: RuleKind) -> Race {
+        Race {
+            name: "two new keys and one slot",
+            what:
+                "a store of one key holds a, fresh at 1_000; b and c arrive at 1_000 on two threads",
+            rule: Race::rule(kind, 1),
+            bounds: Bounds::new("race", 1, Overflow::Deny),
+            before: Race::steps("a@0"),
+            threads: vec![Race::steps("b@1000"), Race::steps("c@1000")],
+            after: vec![],
+        }
+    }
+
+    /// Two calls for one key, at 2_000 and at 999: whichever comes second
+    /// is answered at 2_000. A clock moved on outside the store's lock lets
+    /// the call at 999 decide at 999 after the other changed the state.
+    pub fn one_clock_for_two_calls(kind: RuleKind) -> Race {
+        Race {
+            name: "one clock for two calls",
+            what: "one thread asks for a at 2_000, another for a at 999, limit 1; then a at 2_000",
+            rule: Race::rule(kind, 1),
+            bounds: Bounds::new("race", 4, Overflow::Deny),
+            before: vec![],
+            threads: vec![Race::steps("a@2000"), Race::steps("a@999")],
+            after: Race::steps("a@2000"),
+        }
+    }
+
+    pub(crate) fn case(&self, steps: Vec<Step>) -> Case {
+        Case {
+            rule: self.rule,
+            bounds: self.bounds.clone(),
+            shadow: false,
+            steps,
+        }
+    }
+
+    /// One execution under loom; what it broke, if anything.
+    pub(crate) fn breaks(&self, build: BuildBounded) -> Option<String> {
+        crate::sync::reset_trace();
+        let limiter = build(self.rule, self.bounds.clone()).unwrap_or_else(|e| {
+            panic!(
+                "new({:?}, {:?}) returned Err({e:?}) for a valid configuration",
+                self.rule, self.bounds
+            )
+        });
+        let ask = |l: &dyn Bounded, s: &Step| -> Answer {
+            crate::sync::note(format!("{} called", s.show()));
+            let a = match s {
+                Step::Check(r) => Answer::Decision(l.check(&r.key, r.now)),
+                Step::Sweep(at) => Answer::Swept(l.sweep(*at)),
+            };
+            crate::sync::note(format!("{} -> {a}", s.show()));
+            a
+        };
+        let before = self.before.iter().map(|s| ask(&*limiter, s)).collect();
+        let handles: Vec<_> = self.threads[1..]
+            .iter()
+            .map(|list| {
+                let (limiter, list) = (limiter.clone(), list.clone());
+                loom::thread::spawn(move || {
+                    // A panic must not unwind out of a loom thread.
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        list.iter().map(|s| ask(&*limiter, s)).collect::<Vec<_>>()
+                    }))
+                })
+            })
+            .collect();
+        let mut threads = vec![self.threads[0]
+            .iter()
+            .map(|s| ask(&*limiter, s))
+            .collect::<Vec<_>>()];
+        for h in handles {
+            let joined = h.join().unwrap_or_else(Err);
+            threads.push(joined.unwrap_or_else(|p| std::panic::resume_unwind(p)));
+        }
+        let after = self.after.iter().map(|s| ask(&*limiter, s)).collect();
+        let got = Raced {
+            before,
+            threads,
+            after,
+            held: limiter.keys_held(),
+        };
+        let allowed = self.orders();
+        (!allowed.contains(&got)).then(|| {
+            let mut text = format!("this execution: {}\n", self.show(&got));
+            text.push_str("one-at-a-time orders give one of these:\n");
+            for a in &allowed {
+                text.push_str(&format!("  {}\n", self.show(a)));
+            }
+            text
+        })
+    }
+
+    /// What every one-at-a-time order of the threads' steps gives.
+    fn orders(&self) -> Vec<Raced> {
+        fn go(
+            r: &Race,
+            model: &BoundedModel,
+            at: &mut Vec<usize>,
+            so_far: &mut Vec<Vec<Answer>>,
+            out: &mut Vec<Raced>,
+            before: &[Answer],
+        ) {
+            let mut moved = false;
+            for t in 0..r.threads.len() {
+                if let Some(s) = r.threads[t].get(at[t]) {
+                    moved = true;
+                    let mut m = model.clone();
+                    let a = apply(&mut m, s);
+                    at[t] += 1;
+                    so_far[t].push(a);
+                    go(r, &m, at, so_far, out, before);
+                    so_far[t].pop();
+                    at[t] -= 1;
+                }
+            }
+            if !moved {
+                let mut m = model.clone();
+                let after = r.after.iter().map(|s| apply(&mut m, s)).collect();
+                let done = Raced {
+                    before: before.to_vec(),
+                    threads: so_far.clone(),
+                    after,
+                    held: m.held(),
+                };
+                if !out.contains(&done) {
+                    out.push(done);
+                }
+            }
+        }
+        fn apply(m: &mut BoundedModel, s: &Step) -> Answer {
+            match s {
+                Step::Check(r) => Answer::Decision(m.check(&r.key, r.now.as_nanos(), false)),
+                Step::Sweep(at) => Answer::Swept(m.sweep(at.as_nanos())),
+            }
+        }
+        let mut model = BoundedModel::new(self.rule, self.bounds.clone());
+        let before: Vec<Answer> = self.before.iter().map(|s| apply(&mut model, s)).collect();
+        let mut out = Vec::new();
+        go(
+            self,
+            &model,
+            &mut vec![0; self.threads.len()],
+            &mut vec![Vec::new(); self.threads.len()],
+            &mut out,
+            &before,
+        );
+        out
+    }
+
+    fn show(&self, r: &Raced) -> String {
+        let steps = |list: &[Step], answers: &[Answer]| -> String {
+            list.iter()
+                .zip(answers)
+                .map(|(s, a)| format!("{} {a}", s.show()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.before.is_empty() {
+            parts.push(format!("before: {}", steps(&self.before, &r.before)));
+        }
+        for (t, list) in self.threads.iter().enumerate() {
+            parts.push(format!("thread {t}: {}", steps(list, &r.threads[t])));
+        }
+        if !self.after.is_empty() {
+            parts.push(format!("after: {}", steps(&self.after, &r.after)));
+        }
+        parts.push(format!("then keys_held() = {}", r.held));
+        parts.join("; ")
+    }
+}
