@@ -257,7 +257,18 @@ fn main() -> ExitCode {
         .collect();
     for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
         progress(i, plan.len(), &format!("{} {subject}", lesson.name()));
-        let outcome = suite::run(root, &lesson.name(), subject);
+        let mut outcome = suite::run(root, &lesson.name(), subject);
+        if !outcome.ran && !outcome.timed_out {
+            // The binary built (above) but printed no summary: it was
+            // stopped from outside or crashed. Shown, then tried once more;
+            // twice in a row is this row's failure.
+            eprintln!(
+                "{} {subject}: the test binary printed no summary; its output:\n{}\n(running it once more)",
+                lesson.name(),
+                outcome.output
+            );
+            outcome = suite::run(root, &lesson.name(), subject);
+        }
         let (mut ok, mut detail) = judge(*expect, &outcome);
         // A mistake may say what its failure must show (`//! Shows: …`):
         // the messages are checked too, not only that something failed.
