@@ -936,7 +936,14 @@ macro_rules! __bounded_rule {
                 super::lesson().rule($crate::memory::drive::RuleKind::$rule)
             }
 
-            $crate::config_tests!();
+            /// The rule's configuration errors, every pair of faults
+            /// together (the rule's own `validate` makes them; the table of
+            /// single cases would test the harness).
+            #[test]
+            fn configuration_every_pair_of_faults() {
+                lesson().config_grid();
+            }
+
             $crate::property_tests!();
             $crate::loom_tests!();
 

@@ -63,6 +63,26 @@ fn fixtures() -> Vec<Fixture> {
     ]
 }
 
+/// A fixture kata's manifest (returned, for its caller to write last) and
+/// its build script and lock file: the harness and the catalog from this
+/// kata, rstest, and `dependencies` (manifest lines) besides.
+fn package(dir: &Path, name: &str, dependencies: &str) -> String {
+    std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    std::fs::write(
+        dir.join("build.rs"),
+        "fn main() {\n    kata_catalog::build_script();\n}\n",
+    )
+    .unwrap();
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
+         rstest = {{ version = \"0.29\", default-features = false }}\n{dependencies}\n\
+         [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
+        harness = format!("{ROOT}/harness"),
+        catalog = format!("{ROOT}/catalog"),
+    )
+}
+
 /// Writes the fixture kata once per test run and returns its folder.
 fn kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
@@ -72,16 +92,7 @@ fn kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = format!(
-            "[package]\nname = \"runner-fixture\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-             [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
-             rstest = {{ version = \"0.29\", default-features = false }}\n\n\
-             [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
-            harness = format!("{ROOT}/harness"),
-            catalog = format!("{ROOT}/catalog"),
-        );
-        std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-        std::fs::write(dir.join("build.rs"), "fn main() {\n    kata_catalog::build_script();\n}\n").unwrap();
+        let manifest = package(&dir, "runner-fixture", "");
         std::fs::create_dir_all(dir.join("tests/snapshots")).unwrap();
         let stub = read("lessons/stubs/lesson_01.rs");
         let mut catalog = String::new();
@@ -625,20 +636,14 @@ fn layer_kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = format!(
-            "[package]\nname = \"runner-layer-fixture\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-             [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
-             rstest = {{ version = \"0.29\", default-features = false }}\n\
-             axum = {{ version = \"0.8\", default-features = false, features = [\"tokio\", \"http1\"] }}\n\
-             tower = {{ version = \"0.5\", default-features = false }}\n\
-             serde_json = \"1\"\npin-project-lite = \"0.2\"\n\n\
-             [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
-            harness = format!("{ROOT}/harness"),
-            catalog = format!("{ROOT}/catalog"),
+        let manifest = package(
+            &dir,
+            "runner-layer-fixture",
+            "axum = { version = \"0.8\", default-features = false, features = [\"tokio\", \"http1\"] }\n\
+             tower = { version = \"0.5\", default-features = false }\n\
+             serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
         );
         std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-        std::fs::write(dir.join("build.rs"), "fn main() {\n    kata_catalog::build_script();\n}\n").unwrap();
         std::fs::write(
             dir.join("lessons/lessons.toml"),
             "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",

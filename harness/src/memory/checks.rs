@@ -709,10 +709,6 @@ impl BoundedLesson {
     pub fn uses_only_its_inputs(&self) {
         self.rule(RuleKind::FixedWindow).uses_only_its_inputs();
     }
-
-    pub fn uses_only_the_sync_facade(&self) {
-        self.rule(RuleKind::FixedWindow).uses_only_the_sync_facade();
-    }
 }
 
 /// Timelines whose every answer the contract fixes exactly (where `now +
