@@ -836,7 +836,8 @@ pub fn run_alone(test: &str, probe: &str, limit: Duration) -> (String, bool) {
         .stderr(std::process::Stdio::piped());
     #[cfg(unix)]
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    let child = command.spawn().expect("the test binary starts again");
+    // Tied to this process: a run of the tests stopped from outside stops it too.
+    let child = crate::watchdog::spawn_tied(command).expect("the test binary starts again");
     crate::watchdog::collect(child, limit)
 }
 

@@ -76,49 +76,198 @@ pub fn progress(index: usize) {
     });
 }
 
+/// Starts a child process that ends when this process ends, however it
+/// ends (a test binary stopped from outside included): on Linux it is
+/// started with `PR_SET_PDEATHSIG`, from one thread that lives as long as
+/// the process (the signal follows the thread that forked, not the process).
+pub fn spawn_tied(mut command: std::process::Command) -> std::io::Result<std::process::Child> {
+    type Spawned = std::io::Result<std::process::Child>;
+    type Request = (std::process::Command, mpsc::Sender<Spawned>);
+    static KEEPER: std::sync::OnceLock<Mutex<mpsc::Sender<Request>>> = std::sync::OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Request>();
+        std::thread::Builder::new()
+            .name("kata-child-keeper".into())
+            .spawn(move || {
+                for (mut command, reply) in rx {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("a thread starts");
+        Mutex::new(tx)
+    });
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl is async-signal-safe, as code between fork and exec
+    // must be.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    keeper
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((command, tx))
+        .expect("the keeper thread lives as long as the process");
+    rx.recv().expect("the keeper thread answers")
+}
+
 /// Waits for a child process up to `limit`, reading both its outputs
 /// meanwhile (so a chatty child cannot block on a full pipe); kills it, and
 /// its process group when it leads one, after `limit`. Returns what it
 /// printed and whether it was stopped.
-pub fn collect(mut child: std::process::Child, limit: Duration) -> (String, bool) {
-    fn read(pipe: Option<impl std::io::Read + Send + 'static>) -> mpsc::Receiver<String> {
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_string(&mut text);
-            }
-            let _ = tx.send(text);
-        });
-        rx
+pub fn collect(child: std::process::Child, limit: Duration) -> (String, bool) {
+    let run = collect_until(child, limit, |_, _| false);
+    (run.output(), run.timed_out)
+}
+
+/// What [`collect_until`] saw of a child process.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub stdout: String,
+    pub stderr: String,
+    /// Killed after the time limit.
+    pub timed_out: bool,
+    /// Killed because `stop` said so.
+    pub stopped: bool,
+    /// The signal that ended it, when one did and neither we nor the time
+    /// limit sent it: a crash.
+    pub signal: Option<i32>,
+}
+
+impl Collected {
+    /// Everything it printed: its standard output, then its standard error.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
     }
-    let stdout = read(child.stdout.take());
-    let stderr = read(child.stderr.take());
-    let deadline = std::time::Instant::now() + limit;
-    let mut timed_out = false;
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) | Err(_) => break,
-            Ok(None) if std::time::Instant::now() >= deadline => {
-                // The whole group: cargo, and the test binary it started,
-                // which would otherwise run on, holding our pipes open.
-                #[cfg(unix)]
-                let _ = std::process::Command::new("kill")
-                    .args(["-s", "KILL", "--", &format!("-{}", child.id())])
-                    .status();
-                let _ = child.kill();
-                let _ = child.wait();
-                timed_out = true;
-                break;
+}
+
+/// [`collect`], which also asks `stop(stdout, stderr)` whenever a line
+/// arrives (at most every 20 ms) and kills the child, and its process
+/// group, as soon as it says yes. Says which signal ended the child.
+pub fn collect_until(
+    mut child: std::process::Child,
+    limit: Duration,
+    mut stop: impl FnMut(&str, &str) -> bool,
+) -> Collected {
+    enum Chunk {
+        Out(String),
+        Err(String),
+    }
+    fn read(
+        pipe: Option<impl std::io::Read + Send + 'static>,
+        tx: mpsc::Sender<Chunk>,
+        wrap: fn(String) -> Chunk,
+    ) {
+        std::thread::spawn(move || {
+            let Some(pipe) = pipe else { return };
+            let mut reader = std::io::BufReader::new(pipe);
+            let mut line = Vec::new();
+            while let Ok(n) = std::io::BufRead::read_until(&mut reader, b'\n', &mut line) {
+                if n == 0
+                    || tx
+                        .send(wrap(String::from_utf8_lossy(&line).into_owned()))
+                        .is_err()
+                {
+                    break;
+                }
+                line.clear();
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    read(child.stdout.take(), tx.clone(), Chunk::Out);
+    read(child.stderr.take(), tx, Chunk::Err);
+    let kill = |child: &mut std::process::Child| {
+        // The whole group: cargo, and the test binary it started, which
+        // would otherwise run on, holding our pipes open.
+        #[cfg(unix)]
+        let _ = std::process::Command::new("kill")
+            .args(["-s", "KILL", "--", &format!("-{}", child.id())])
+            .stderr(std::process::Stdio::null())
+            .status();
+        let _ = child.kill();
+        child.wait().ok()
+    };
+    let deadline = std::time::Instant::now() + limit;
+    let mut seen = Collected::default();
+    let mut asked = std::time::Instant::now();
+    let mut fresh = false;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Chunk::Out(text)) => {
+                seen.stdout.push_str(&text);
+                fresh = true;
+                continue;
+            }
+            Ok(Chunk::Err(text)) => {
+                seen.stderr.push_str(&text);
+                fresh = true;
+                continue;
+            }
+            Err(_) => {}
+        }
+        if fresh && asked.elapsed() >= Duration::from_millis(20) {
+            fresh = false;
+            asked = std::time::Instant::now();
+            if stop(&seen.stdout, &seen.stderr) {
+                seen.stopped = true;
+                break kill(&mut child);
+            }
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Err(_) => break None,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                seen.timed_out = true;
+                break kill(&mut child);
+            }
+            Ok(None) => {}
+        }
+    };
+    // Anything that outlived the child must not keep us waiting for its
+    // output: what arrives within a grace period is kept.
+    let grace = std::time::Instant::now() + Duration::from_secs(5);
+    while let Ok(chunk) =
+        rx.recv_timeout(grace.saturating_duration_since(std::time::Instant::now()))
+    {
+        match chunk {
+            Chunk::Out(text) => seen.stdout.push_str(&text),
+            Chunk::Err(text) => seen.stderr.push_str(&text),
         }
     }
-    // Anything that outlived the kill must not keep us waiting for its output.
-    let grace = Duration::from_secs(5);
-    let out = stdout.recv_timeout(grace).unwrap_or_default();
-    let err = stderr.recv_timeout(grace).unwrap_or_default();
-    (format!("{out}{err}"), timed_out)
+    if !seen.stopped && !seen.timed_out {
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::ExitStatusExt;
+            seen.signal = status.and_then(|s| s.signal());
+        }
+    }
+    seen
+}
+
+/// A signal's name as `kill -l` gives it, with its number: `11 (SIGSEGV)`.
+pub fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        5 => "SIGTRAP",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        _ => "a signal",
+    };
+    format!("{signal} ({name})")
 }
 
 /// Runs `work` on a new OS thread and waits for it: a panic there comes
@@ -205,16 +354,30 @@ fn watch_over<R: Send + 'static>(
             });
             let _ = tx.send(outcome);
         });
-    if let Err(e) = spawned {
-        return Err(Stop::Panicked(format!("could not start a thread: {e}")));
-    }
+    let handle = match spawned {
+        Ok(handle) => handle,
+        Err(e) => return Err(Stop::Panicked(format!("could not start a thread: {e}"))),
+    };
+    // A thread that answered is joined, never detached: glibc's
+    // pthread_detach reads the thread's descriptor after marking it
+    // detached, and a thread that exits in between has its stack (where
+    // the descriptor lives) unmapped as soon as another thread starts or
+    // ends, which a stack this large (over glibc's 40 MiB cache of stacks)
+    // always is. That read then ends the test binary by SIGSEGV, once in
+    // thousands of runs. A thread still running when given up on is
+    // detached while it runs, which is safe.
     match rx.recv_timeout(limit) {
-        Ok(Ok(r)) => Ok(r),
-        Ok(Err(message)) => Err(Stop::Panicked(message)),
+        Ok(answer) => {
+            let _ = handle.join();
+            answer.map_err(Stop::Panicked)
+        }
         Err(_) => {
             watch.cancelled.store(true, Ordering::Relaxed);
             let last = *watch.last_op.lock().unwrap_or_else(|e| e.into_inner());
             let stopped = rx.recv_timeout(Duration::from_secs(1)).is_ok();
+            if stopped {
+                let _ = handle.join();
+            }
             let index = progress_at.load(Ordering::Relaxed);
             let mut text = format!(
                 "did not return within {} s: an endless loop or a deadlock.",
@@ -290,6 +453,54 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("stopped it there"), "{text}");
+    }
+
+    fn shell(script: &str) -> std::process::Child {
+        let mut command = std::process::Command::new("sh");
+        command
+            .args(["-c", script])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        command.spawn().expect("sh starts")
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_child_ended_by_a_signal_is_named_as_a_crash() {
+        let seen = collect_until(
+            shell("echo before; kill -SEGV $$"),
+            Duration::from_secs(10),
+            |_, _| false,
+        );
+        assert_eq!(seen.signal, Some(11), "{seen:?}");
+        assert_eq!(signal_name(11), "11 (SIGSEGV)");
+        assert!(seen.stdout.contains("before") && !seen.stopped && !seen.timed_out);
+        // A normal exit, even a failing one, is no crash.
+        let seen = collect_until(shell("exit 101"), Duration::from_secs(10), |_, _| false);
+        assert_eq!(seen.signal, None, "{seen:?}");
+    }
+
+    #[test]
+    fn a_child_is_stopped_when_asked_and_after_its_limit() {
+        let started = std::time::Instant::now();
+        let seen = collect_until(
+            shell("echo 'test a ... FAILED'; echo shown >&2; sleep 30"),
+            Duration::from_secs(20),
+            |out, err| out.contains("FAILED") && err.contains("shown"),
+        );
+        assert!(
+            seen.stopped && !seen.timed_out && seen.signal.is_none(),
+            "{seen:?}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(15), "{seen:?}");
+        let seen = collect_until(shell("sleep 30"), Duration::from_millis(300), |_, _| false);
+        assert!(
+            seen.timed_out && !seen.stopped && seen.signal.is_none(),
+            "{seen:?}"
+        );
     }
 
     #[test]

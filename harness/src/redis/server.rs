@@ -1,8 +1,7 @@
 //! A real `redis-server`, started by the harness on a free loopback port with
 //! no persistence, and always stopped: when the [`RedisServer`] is dropped
 //! (a test that panics drops it too) and, on Linux, when the test process
-//! ends in any way, because the server is started from a thread that lives
-//! as long as the process with `PR_SET_PDEATHSIG` set.
+//! ends in any way ([`crate::watchdog::spawn_tied`]).
 
 use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener};
@@ -35,45 +34,6 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     child: Mutex<Option<Child>>,
-}
-
-type Spawned = std::io::Result<Child>;
-
-/// A command to start, and where to send the child.
-type Request = (Command, mpsc::Sender<Spawned>);
-
-/// Starts children from one thread that never ends, so that
-/// `PR_SET_PDEATHSIG` (which follows the thread that forked) fires only
-/// when the whole test process ends.
-fn spawn(mut command: Command) -> Spawned {
-    static KEEPER: OnceLock<Mutex<mpsc::Sender<Request>>> = OnceLock::new();
-    let keeper = KEEPER.get_or_init(|| {
-        let (tx, rx) = mpsc::channel::<Request>();
-        std::thread::Builder::new()
-            .name("kata-redis-keeper".into())
-            .spawn(move || {
-                for (mut command, reply) in rx {
-                    let _ = reply.send(command.spawn());
-                }
-            })
-            .expect("a thread starts");
-        Mutex::new(tx)
-    });
-    #[cfg(target_os = "linux")]
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-    let (tx, rx) = mpsc::channel();
-    keeper
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .send((command, tx))
-        .expect("the keeper thread lives as long as the process");
-    rx.recv().expect("the keeper thread answers")
 }
 
 /// A port free now, below Linux's range for outgoing connections (32768
@@ -161,7 +121,7 @@ impl RedisServer {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let mut child = match spawn(command) {
+        let mut child = match crate::watchdog::spawn_tied(command) {
             Ok(child) => child,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(INSTALL.to_string()),
             Err(e) => return Err(format!("{} did not start: {e}", program())),
