@@ -19,6 +19,8 @@
 //! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
 //!   tested, what its source may use, how its panics and hangs become
 //!   readable failures, and file names as learners see them;
+//! - [`signals`]: a stack overflow reported as Rust reports it, once loom
+//!   has run in the process too;
 //! - [`http`]: the `http-layer` kind of lesson 07, whose subject is a tower
 //!   layer: its contract types, model, timelines, driver and checks;
 //! - [`redis`]: the `redis-limiter` kind of lesson 08, whose state lives in a
@@ -45,6 +47,7 @@ pub mod models;
 pub mod redis;
 pub mod render;
 pub mod scenarios;
+pub mod signals;
 pub mod source;
 pub mod subject;
 pub mod sync;

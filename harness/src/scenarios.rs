@@ -455,6 +455,7 @@ pub fn explore_with(
 ) -> Result<(), String> {
     let name = header.clone();
     let work = move || {
+        crate::signals::before_loom();
         let mut builder = loom::model::Builder::new();
         if builder.preemption_bound.is_none() {
             builder.preemption_bound = Some(2);
@@ -463,13 +464,15 @@ pub fn explore_with(
         let counted = executions.clone();
         let started = Instant::now();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            builder.check(move || {
+            crate::signals::in_model(|| {
+                builder.check(move || {
                 counted.fetch_add(1, Ordering::Relaxed);
                 if let Some(broken) = execution() {
                     panic!(
                         "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{broken}"
                     );
                 }
+            })
             })
         }));
         // Shown with `--nocapture`: how much loom explored.
