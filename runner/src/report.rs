@@ -312,6 +312,7 @@ pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
             tests: cached.tests,
             ran: cached.ran,
             timed_out: cached.timed_out,
+            crash: None,
             output: cached.output,
             took: std::time::Duration::ZERO,
         };

@@ -358,6 +358,7 @@ mod tests {
             tests: tests.iter().map(|(n, ok)| (n.to_string(), *ok)).collect(),
             ran,
             timed_out: false,
+            crash: None,
             output: output.into(),
             took: Duration::ZERO,
         }

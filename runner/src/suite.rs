@@ -70,6 +70,31 @@ impl Kind {
     pub fn behavioural(self) -> bool {
         self != Kind::Source
     }
+
+    /// When a check of this kind runs where the first failure is enough.
+    pub fn tier(self) -> Tier {
+        match self {
+            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source => Tier::Quick,
+            Kind::Property => Tier::Properties,
+            Kind::Loom | Kind::Race => Tier::Races,
+            Kind::EndToEnd | Kind::Fault => Tier::Slow,
+        }
+    }
+}
+
+/// Groups of checks by what one costs, cheapest first. Where the first
+/// failure is enough (a mistake in the self-check), the quick ones run
+/// first and the others after them.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Tier {
+    /// Examples, configuration, drawings and source checks: milliseconds.
+    Quick,
+    /// Properties on generated timelines: a second or two.
+    Properties,
+    /// Loom's interleavings and the app servers' orders of commands.
+    Races,
+    /// Real servers stopped and restarted, end to end over sockets.
+    Slow,
 }
 
 /// The results of one run of a lesson's tests.
@@ -81,6 +106,9 @@ pub struct Outcome {
     pub ran: bool,
     /// Whether the run was stopped after [`run_limit`].
     pub timed_out: bool,
+    /// How the test binary crashed, if it did: the signal that ended it and
+    /// the tests it had started and not finished.
+    pub crash: Option<String>,
     pub output: String,
     pub took: Duration,
 }
@@ -171,7 +199,213 @@ pub fn run_with(
     } else {
         output
     };
-    let tests = output
+    let tests = results(&output);
+    let ran = output.lines().any(|l| l.starts_with("test result:"));
+    Outcome {
+        tests,
+        ran,
+        timed_out,
+        crash: None,
+        output,
+        took,
+    }
+}
+
+/// The lessons' test binaries, built once (`cargo test --no-run`), so that
+/// each run starts the binary itself rather than cargo.
+pub struct Binaries {
+    pub by_lesson: std::collections::BTreeMap<String, PathBuf>,
+}
+
+impl Binaries {
+    /// Builds the lessons' tests exactly as `cargo test --test <lesson>`
+    /// does from `root` (default members selected: another selection
+    /// unifies features differently and builds every lesson again), and
+    /// finds each lesson's binary. The compiler's errors are the `Err`.
+    pub fn build(root: &Path, lessons: &[String]) -> Result<Binaries, String> {
+        let out = Command::new(cargo())
+            .current_dir(root)
+            .args(["test", "--quiet", "--no-run", "--message-format=json"])
+            .args(lessons.iter().flat_map(|l| ["--test", l.as_str()]))
+            .stdin(Stdio::null())
+            .stderr(Stdio::inherit())
+            .output()
+            .map_err(|e| format!("could not start cargo: {e}"))?;
+        let mut by_lesson = std::collections::BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let target = &message["target"];
+            let is_test = target["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "test"));
+            if let (Some(name), Some(exe), true) = (
+                target["name"].as_str(),
+                message["executable"].as_str(),
+                is_test,
+            ) {
+                by_lesson.insert(name.to_string(), PathBuf::from(exe));
+            }
+        }
+        if !out.status.success() {
+            return Err("the lessons' tests do not build; see the errors above".into());
+        }
+        match lessons.iter().find(|l| !by_lesson.contains_key(*l)) {
+            Some(missing) => Err(format!("cargo built no test binary for {missing}")),
+            None => Ok(Binaries { by_lesson }),
+        }
+    }
+}
+
+/// The tests of a test binary that run by default (not `#[ignore]`d), in
+/// the order libtest starts them.
+pub fn list(exe: &Path) -> Result<Vec<String>, String> {
+    let names = |ignored: bool| -> Result<Vec<String>, String> {
+        let out = Command::new(exe)
+            .args(["--list", "--format", "terse"])
+            .args(ignored.then_some("--ignored"))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("could not start {}: {e}", exe.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} --list failed: {}",
+                exe.display(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.strip_suffix(": test"))
+            .map(str::to_string)
+            .collect())
+    };
+    let ignored = names(true)?;
+    Ok(names(false)?
+        .into_iter()
+        .filter(|t| !ignored.contains(t))
+        .collect())
+}
+
+/// How far a run of a test binary goes.
+pub enum Until<'a> {
+    /// Every selected test, each test's output captured and shown once at
+    /// the end, as `cargo test` shows it.
+    End,
+    /// Until one test has failed and the output shows each of these texts:
+    /// the tests print as they go (`--nocapture`), and the binary is
+    /// stopped then.
+    Caught(&'a [String]),
+}
+
+/// The test threads of a run: at least two, so that libtest writes each
+/// result on one line whatever the tests print meanwhile.
+fn test_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
+/// Runs the test binary `exe` of `lesson` with `KATA_SUBJECT=<subject>`:
+/// the tests named in `only` (all of them if `None`), as far as `until`
+/// says. Snapshots are never written and backtraces are off. A run past
+/// [`run_limit`] is killed; a run that ends by a signal is a crash, named
+/// with the signal and the tests that were running.
+pub fn run_binary(
+    root: &Path,
+    exe: &Path,
+    subject: &str,
+    only: Option<&[String]>,
+    until: Until,
+) -> Outcome {
+    let started = Instant::now();
+    let listed = list(exe).unwrap_or_default();
+    let threads = test_threads();
+    let mut command = Command::new(exe);
+    command
+        .current_dir(root)
+        .args(["--format", "pretty", "--test-threads", &threads.to_string()])
+        .env("KATA_SUBJECT", subject)
+        .env("INSTA_UPDATE", "no")
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(names) = only {
+        command.arg("--exact").args(names);
+    }
+    let shows: &[String] = match until {
+        Until::End => &[],
+        Until::Caught(shows) => {
+            command.arg("--nocapture");
+            shows
+        }
+    };
+    let stop_when_caught = matches!(until, Until::Caught(_));
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let seen = match command.spawn() {
+        Ok(child) => kata::watchdog::collect_until(child, run_limit(), |out, err| {
+            stop_when_caught
+                && out
+                    .lines()
+                    .any(|l| l.starts_with("test ") && l.ends_with(" ... FAILED"))
+                && shows
+                    .iter()
+                    .all(|want| out.contains(want.as_str()) || err.contains(want.as_str()))
+        }),
+        Err(e) => kata::watchdog::Collected {
+            stderr: format!("could not start {}: {e}", exe.display()),
+            ..Default::default()
+        },
+    };
+    let took = started.elapsed();
+    let output = seen.output().replace(&format!("{}/", root.display()), "");
+    let tests = results(&output);
+    let crash = seen.signal.map(|signal| {
+        let selected: Vec<&String> = listed
+            .iter()
+            .filter(|t| only.is_none_or(|names| names.contains(t)))
+            .collect();
+        let running: Vec<&str> = selected
+            .iter()
+            .filter(|t| !tests.iter().any(|(n, _)| n == **t))
+            .take(threads)
+            .map(|t| t.as_str())
+            .collect();
+        format!(
+            "crashed: the test binary was ended by signal {} while running {}",
+            kata::watchdog::signal_name(signal),
+            if running.is_empty() {
+                "no test (before the first or after the last)".to_string()
+            } else {
+                running.join(", ")
+            }
+        )
+    });
+    let mut output = output;
+    if seen.timed_out {
+        output.push_str(&format!(
+            "\nstopped: the tests did not finish within {} s",
+            run_limit().as_secs()
+        ));
+    }
+    if let Some(crash) = &crash {
+        output.push_str(&format!("\n{crash}"));
+    }
+    let ran = seen.stopped || output.lines().any(|l| l.starts_with("test result:"));
+    Outcome {
+        tests,
+        ran: ran && crash.is_none(),
+        timed_out: seen.timed_out,
+        crash,
+        output,
+        took,
+    }
+}
+
+/// Each test's name and verdict, from libtest's `test <name> ... ok` lines.
+fn results(output: &str) -> Vec<(String, bool)> {
+    output
         .lines()
         .filter_map(|line| {
             let rest = line.strip_prefix("test ")?;
@@ -182,20 +416,55 @@ pub fn run_with(
                 _ => None,
             }
         })
-        .collect();
-    let ran = output.lines().any(|l| l.starts_with("test result:"));
-    Outcome {
-        tests,
-        ran,
-        timed_out,
-        output,
-        took,
-    }
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stand-in for a test binary: lists three tests, passes the first
+    /// and dies by SIGSEGV.
+    #[cfg(unix)]
+    fn crashing_binary() -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("kata-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("lesson_99");
+        std::fs::write(
+            &exe,
+            "#!/bin/sh\n\
+             case \"$*\" in\n\
+             *--ignored*) exit 0 ;;\n\
+             *--list*) printf 'a: test\\nb: test\\nc: test\\n'; exit 0 ;;\n\
+             esac\n\
+             echo 'test a ... ok'\n\
+             kill -SEGV $$\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        exe
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_crash_is_named_with_its_signal_and_the_tests_running() {
+        let exe = crashing_binary();
+        for until in [Until::End, Until::Caught(&[])] {
+            let outcome = run_binary(Path::new("."), &exe, "reference", None, until);
+            let crash = outcome.crash.clone().expect("a crash");
+            assert!(
+                crash.contains("signal 11 (SIGSEGV) while running b, c"),
+                "{crash}"
+            );
+            assert!(
+                !outcome.ran && outcome.output.contains(&crash),
+                "{outcome:?}"
+            );
+            assert_eq!(outcome.tests, [("a".to_string(), true)]);
+        }
+        let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+    }
 
     #[test]
     fn kinds_from_names() {

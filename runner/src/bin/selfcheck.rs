@@ -4,8 +4,16 @@
 //! mistake of the gallery.
 //!
 //! `cargo run --bin selfcheck` (all lessons) or `cargo run --bin selfcheck -- 2 3`.
-//! Prints a table (lesson × subject → verdict) and ends with
-//! `N passed, N failed`; exits non-zero if anything failed.
+//! Prints a table (lesson × subject → verdict, with each row's time), the
+//! slowest rows, and ends with `N passed, N failed`; exits non-zero if
+//! anything failed.
+//!
+//! A reference, an alternative and the stub run the whole suite. A mistake
+//! runs its quick checks first ([`Tier::Quick`]), then the others, and
+//! stops as soon as one check failed and the output shows the mistake's
+//! `Shows:` lines: one failing check with its message proves it caught. A
+//! test binary that ends by a signal is a crash, and a failure whatever was
+//! expected.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -13,7 +21,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use kata_catalog::{Catalog, Lesson};
-use kata_runner::suite::{self, Kind, Outcome};
+use kata_runner::suite::{self, Binaries, Kind, Outcome, Tier, Until};
 
 /// What a subject must do to the suite.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,6 +43,18 @@ struct Row {
 }
 
 fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
+    if let Some(crash) = &outcome.crash {
+        return (false, crash.clone());
+    }
+    if outcome.timed_out {
+        return (
+            false,
+            format!(
+                "stopped after {} s (KATA_RUN_LIMIT_SECS)",
+                suite::run_limit().as_secs()
+            ),
+        );
+    }
     if !outcome.ran {
         let why = outcome
             .output
@@ -103,7 +123,7 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
             if failed > 0 {
                 (
                     true,
-                    format!("caught by {kind_names} ({failed} of {total} tests)"),
+                    format!("caught by {kind_names} ({failed} of {total} tests run)"),
                 )
             } else {
                 (false, format!("NOT caught: passes all {total} tests"))
@@ -139,6 +159,48 @@ fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
             .map(|a| (format!("alternative:{}", a.name), Expect::Pass)),
     );
     list
+}
+
+/// Runs a mistake's quick checks, then, unless one of them caught it, all
+/// the others in one run (in libtest's order, as many at once as there are
+/// cores); stops as soon as a check has failed and the output shows every
+/// text of `shows`. The outcome gathers both runs.
+fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Outcome {
+    let tests = suite::list(exe).unwrap_or_default();
+    let mut all: Option<Outcome> = None;
+    for quick in [true, false] {
+        let names: Vec<String> = tests
+            .iter()
+            .filter(|t| (Kind::of(t).tier() == Tier::Quick) == quick)
+            .cloned()
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let run = suite::run_binary(root, exe, subject, Some(&names), Until::Caught(shows));
+        let so_far = match all.take() {
+            None => run,
+            Some(mut so_far) => {
+                so_far.tests.extend(run.tests);
+                so_far.output.push_str(&run.output);
+                so_far.took += run.took;
+                so_far.ran &= run.ran;
+                so_far.timed_out |= run.timed_out;
+                so_far.crash = so_far.crash.or(run.crash);
+                so_far
+            }
+        };
+        let done = so_far.crash.is_some()
+            || so_far.timed_out
+            || !so_far.ran
+            || (so_far.failed().next().is_some()
+                && shows.iter().all(|w| so_far.output.contains(w.as_str())));
+        all = Some(so_far);
+        if done {
+            break;
+        }
+    }
+    all.unwrap_or_else(|| suite::run_binary(root, exe, subject, None, Until::Caught(shows)))
 }
 
 fn progress(done: usize, total: usize, what: &str) {
@@ -232,24 +294,16 @@ fn main() -> ExitCode {
             seconds: started.elapsed().as_secs_f64(),
         });
     }
-    // Built exactly as `suite::run` will run them (`cargo test --test …`
-    // from the root, default members selected), so that the runs below reuse
-    // these binaries: `-p ratelimit-kata` unifies features differently and
-    // would build every lesson twice.
-    let build = Command::new(suite::cargo())
-        .current_dir(root)
-        .args(["test", "--quiet", "--no-run"])
-        .args(
-            lessons
-                .iter()
-                .flat_map(|l| ["--test".to_string(), l.name()]),
-        )
-        .status();
-    if !matches!(build, Ok(s) if s.success()) {
-        eprintln!("the lessons' tests do not build; see the errors above");
-        println!("0 passed, 1 failed");
-        return ExitCode::FAILURE;
-    }
+    // Built exactly as `cargo test --test …` builds them, then run directly.
+    let names: Vec<String> = lessons.iter().map(Lesson::name).collect();
+    let binaries = match Binaries::build(root, &names) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            println!("0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    };
 
     let plan: Vec<(&Lesson, String, Expect)> = lessons
         .iter()
@@ -257,39 +311,45 @@ fn main() -> ExitCode {
         .collect();
     for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
         progress(i, plan.len(), &format!("{} {subject}", lesson.name()));
-        let mut outcome = suite::run(root, &lesson.name(), subject);
-        if !outcome.ran && !outcome.timed_out {
-            // The binary built (above) but printed no summary: it was
-            // stopped from outside or crashed. Shown, then tried once more;
-            // twice in a row is this row's failure.
+        let exe = &binaries.by_lesson[&lesson.name()];
+        // A mistake may say what its failure must show (`//! Shows: …`):
+        // the messages are checked too, not only that something failed.
+        let wanted = match subject.strip_prefix("mistake:") {
+            Some(name) => shows(
+                &std::fs::read_to_string(
+                    root.join("mistakes")
+                        .join(lesson.name())
+                        .join(format!("{name}.rs")),
+                )
+                .unwrap_or_default(),
+            ),
+            None => Vec::new(),
+        };
+        let outcome = match expect {
+            Expect::Caught => until_caught(root, exe, subject, &wanted),
+            Expect::Pass | Expect::FailAll => {
+                suite::run_binary(root, exe, subject, None, Until::End)
+            }
+        };
+        let (mut ok, mut detail) = judge(*expect, &outcome);
+        let missing: Vec<&String> = wanted
+            .iter()
+            .filter(|want| !outcome.output.contains(want.as_str()))
+            .collect();
+        if ok && !missing.is_empty() {
+            ok = false;
+            detail = format!("caught, but the failure does not show {missing:?}");
+        }
+        if !ok {
             eprintln!(
-                "{} {subject}: the test binary printed no summary; its output:\n{}\n(running it once more)",
+                "{} {subject}: {detail}; its output:\n{}",
                 lesson.name(),
                 outcome.output
             );
-            outcome = suite::run(root, &lesson.name(), subject);
         }
-        let (mut ok, mut detail) = judge(*expect, &outcome);
-        // A mistake may say what its failure must show (`//! Shows: …`):
-        // the messages are checked too, not only that something failed.
-        if let Some(name) = subject.strip_prefix("mistake:") {
-            let file = root
-                .join("mistakes")
-                .join(lesson.name())
-                .join(format!("{name}.rs"));
-            let missing: Vec<String> = shows(&std::fs::read_to_string(file).unwrap_or_default())
-                .into_iter()
-                .filter(|want| !outcome.output.contains(want.as_str()))
-                .collect();
-            if ok && !missing.is_empty() {
-                ok = false;
-                detail = format!("caught, but the failure does not show {missing:?}");
-            }
-        }
-        let shown = subject.clone();
         rows.push(Row {
             lesson: lesson.name(),
-            subject: shown,
+            subject: subject.clone(),
             ok,
             detail,
             seconds: outcome.took.as_secs_f64(),
@@ -297,7 +357,8 @@ fn main() -> ExitCode {
     }
     // An unknown subject is named once, not once per test, and fails the run.
     if let Some(first) = lessons.first() {
-        let outcome = suite::run(root, &first.name(), "no-such-subject");
+        let exe = &binaries.by_lesson[&first.name()];
+        let outcome = suite::run_binary(root, exe, "no-such-subject", None, Until::End);
         let said = outcome
             .output
             .matches("names no implementation of this lesson")
@@ -305,7 +366,7 @@ fn main() -> ExitCode {
         rows.push(Row {
             lesson: first.name(),
             subject: "KATA_SUBJECT=no-such-subject".into(),
-            ok: said == 1 && outcome.tests.is_empty(),
+            ok: said == 1 && outcome.tests.is_empty() && outcome.crash.is_none(),
             detail: format!("refused, said {said} time(s)"),
             seconds: outcome.took.as_secs_f64(),
         });
@@ -326,6 +387,12 @@ fn main() -> ExitCode {
             r.seconds,
             r.detail
         );
+    }
+    let mut slowest: Vec<&Row> = rows.iter().collect();
+    slowest.sort_by(|a, b| b.seconds.total_cmp(&a.seconds));
+    println!("\nthe slowest rows:");
+    for r in slowest.iter().take(10) {
+        println!("{:>7.1}s  {} {}", r.seconds, r.lesson, r.subject);
     }
     let passed = rows.iter().filter(|r| r.ok).count();
     let failed = rows.len() - passed;
