@@ -63,16 +63,31 @@ fn fixtures() -> Vec<Fixture> {
     ]
 }
 
+/// Writes `text` to `path` unless it already holds it: a fixture written
+/// again unchanged keeps its files' times, so cargo does not build its
+/// lessons again on every run of these tests.
+fn put(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// Forgets what earlier runs of the runner left in a fixture kata: its
+/// state (`.kata/`) and the learner files' kept versions.
+fn forget_state(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(".kata"));
+    let _ = std::fs::remove_dir_all(dir.join("lessons/backups"));
+}
+
 /// A fixture kata's manifest (returned, for its caller to write last) and
 /// its build script and lock file: the harness and the catalog from this
 /// kata, rstest, and `dependencies` (manifest lines) besides.
 fn package(dir: &Path, name: &str, dependencies: &str) -> String {
-    std::fs::copy(Path::new(ROOT).join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    std::fs::write(
-        dir.join("build.rs"),
+    put(&dir.join("Cargo.lock"), &read("Cargo.lock"));
+    put(
+        &dir.join("build.rs"),
         "fn main() {\n    kata_catalog::build_script();\n}\n",
-    )
-    .unwrap();
+    );
     format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
          [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
@@ -88,7 +103,7 @@ fn kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
     KATA.get_or_init(|| {
         let dir = Path::new(ROOT).join("target").join("runner-fixture").join("kata");
-        let _ = std::fs::remove_dir_all(&dir);
+        forget_state(&dir);
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -102,7 +117,7 @@ fn kata() -> &'static Path {
                 "[[lesson]]\nnumber = {}\ntitle = \"{}\"\nkind = \"limiter\"\ntype = \"FixedWindow\"\nalgorithm = \"FixedWindow\"\n\n",
                 f.number, f.title
             ));
-            let write = |path: String, text: &str| std::fs::write(dir.join(path), text).unwrap();
+            let write = |path: String, text: &str| put(&dir.join(path), text);
             write(format!("lessons/{name}.rs"), &f.learner);
             write(format!("lessons/stubs/{name}.rs"), &stub);
             write(format!("solutions/{name}.rs"), &read("solutions/lesson_01.rs"));
@@ -133,8 +148,8 @@ fn kata() -> &'static Path {
                  \x20   lesson().example(limit, window, requests, expected);\n}\n",
             );
         }
-        std::fs::write(dir.join("lessons/lessons.toml"), catalog).unwrap();
-        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
+        put(&dir.join("lessons/lessons.toml"), &catalog);
+        put(&dir.join("Cargo.toml"), &manifest);
         dir
     })
 }
@@ -632,7 +647,7 @@ fn layer_kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
     KATA.get_or_init(|| {
         let dir = Path::new(ROOT).join("target").join("runner-fixture").join("layer");
-        let _ = std::fs::remove_dir_all(&dir);
+        forget_state(&dir);
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
@@ -643,18 +658,14 @@ fn layer_kata() -> &'static Path {
              tower = { version = \"0.5\", default-features = false }\n\
              serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
         );
-        std::fs::write(dir.join("Cargo.toml"), manifest).unwrap();
-        std::fs::write(
-            dir.join("lessons/lessons.toml"),
-            "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",
-        )
-        .unwrap();
+        put(&dir.join("Cargo.toml"), &manifest);
+        put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
         let layer = read("solutions/lesson_07.rs");
         for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
-            std::fs::write(dir.join(path), &layer).unwrap();
+            put(&dir.join(path), &layer);
         }
-        std::fs::write(dir.join("lessons/lesson_07.md"), "# Lesson 07 — The layer\n").unwrap();
-        std::fs::write(dir.join("tests/lesson_07.rs"), "kata::lesson!();\n").unwrap();
+        put(&dir.join("lessons/lesson_07.md"), "# Lesson 07 — The layer\n");
+        put(&dir.join("tests/lesson_07.rs"), "kata::lesson!();\n");
         dir
     })
 }
