@@ -4,7 +4,8 @@
 //! Why learners write it: the TTL is computed in Rust anyway. But an app server
 //! cut off between the two commands leaves a key with no time to live.
 //!
-//! Shows: whose connection was cut after its command 1, as when an app server dies mid-decision
+//! Shows: as when an app server dies mid-decision
+//! Shows: is left without a time to live: nothing will ever delete it
 
 use std::time::Duration;
 

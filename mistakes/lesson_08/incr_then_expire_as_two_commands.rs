@@ -7,7 +7,8 @@
 //! live: nothing ever deletes it, and once it reaches the limit its client is
 //! denied for good.
 //!
-//! Shows: whose connection was cut after its command 1, as when an app server dies mid-decision
+//! Shows: as when an app server dies mid-decision
+//! Shows: is left without a time to live: nothing will ever delete it
 
 use std::time::Duration;
 
