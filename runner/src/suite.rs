@@ -223,10 +223,30 @@ impl Binaries {
     /// unifies features differently and builds every lesson again), and
     /// finds each lesson's binary. The compiler's errors are the `Err`.
     pub fn build(root: &Path, lessons: &[String]) -> Result<Binaries, String> {
+        let selection: Vec<&str> = lessons
+            .iter()
+            .flat_map(|l| ["--test", l.as_str()])
+            .collect();
+        let by_lesson = build_tests(root, &selection)?;
+        match lessons.iter().find(|l| !by_lesson.contains_key(*l)) {
+            Some(missing) => Err(format!("cargo built no test binary for {missing}")),
+            None => Ok(Binaries { by_lesson }),
+        }
+    }
+}
+
+/// Builds the test targets `selection` names (`cargo test --no-run` with
+/// those arguments, from `root`) and finds each one's binary, by target
+/// name. The compiler's errors are the `Err`.
+pub fn build_tests(
+    root: &Path,
+    selection: &[&str],
+) -> Result<std::collections::BTreeMap<String, PathBuf>, String> {
+    {
         let out = Command::new(cargo())
             .current_dir(root)
             .args(["test", "--quiet", "--no-run", "--message-format=json"])
-            .args(lessons.iter().flat_map(|l| ["--test", l.as_str()]))
+            .args(selection)
             .stdin(Stdio::null())
             .stderr(Stdio::inherit())
             .output()
@@ -249,12 +269,12 @@ impl Binaries {
             }
         }
         if !out.status.success() {
-            return Err("the lessons' tests do not build; see the errors above".into());
+            return Err(format!(
+                "`cargo test --no-run {}` failed; see the errors above",
+                selection.join(" ")
+            ));
         }
-        match lessons.iter().find(|l| !by_lesson.contains_key(*l)) {
-            Some(missing) => Err(format!("cargo built no test binary for {missing}")),
-            None => Ok(Binaries { by_lesson }),
-        }
+        Ok(by_lesson)
     }
 }
 

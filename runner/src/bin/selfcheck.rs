@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use kata_catalog::{Catalog, Lesson};
+use kata_catalog::{Catalog, Kind as CatalogKind, Lesson};
 use kata_runner::suite::{self, Binaries, Kind, Outcome, Tier, Until};
 
 /// What a subject must do to the suite.
@@ -203,6 +203,30 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
     all.unwrap_or_else(|| suite::run_binary(root, exe, subject, None, Until::Caught(shows)))
 }
 
+/// A row for a run of the crates' own tests; their output is shown when
+/// they fail.
+fn harness_row(what: &str, run: std::io::Result<std::process::Output>, started: Instant) -> Row {
+    let ok = matches!(&run, Ok(out) if out.status.success());
+    if let (false, Ok(out)) = (ok, &run) {
+        eprintln!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Row {
+        lesson: "harness".into(),
+        subject: what.into(),
+        ok,
+        detail: match run {
+            Ok(out) if out.status.success() => "passed".into(),
+            Ok(out) => format!("failed ({}), output above", out.status),
+            Err(e) => format!("could not run: {e}"),
+        },
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
 fn progress(done: usize, total: usize, what: &str) {
     let mut err = std::io::stderr();
     if err.is_terminal() {
@@ -246,54 +270,63 @@ fn main() -> ExitCode {
 
     eprintln!("building the harness and every lesson's tests ...");
     // The crates' own unit tests (the catalog's include every file's
-    // agreement with lessons/lessons.toml), and the runner driven on its
-    // fixtures.
-    for (what, args) in [
-        (
-            "unit tests (catalog, harness, runner)",
-            &[
-                "test",
-                "--quiet",
-                "--lib",
-                "-p",
-                "kata-catalog",
-                "-p",
-                "kata-harness",
-                "-p",
-                "kata-runner",
-            ][..],
-        ),
-        (
-            "runner (cargo test -p kata-runner --test runner)",
-            &["test", "--quiet", "-p", "kata-runner", "--test", "runner"][..],
-        ),
-    ] {
-        let started = Instant::now();
-        let run = Command::new(suite::cargo())
-            .current_dir(root)
-            .args(args)
-            .env("RUST_BACKTRACE", "0")
-            .output();
-        let ok = matches!(&run, Ok(out) if out.status.success());
-        if let (false, Ok(out)) = (ok, &run) {
-            eprintln!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+    // agreement with lessons/lessons.toml).
+    let started_unit = Instant::now();
+    let unit = Command::new(suite::cargo())
+        .current_dir(root)
+        .args(["test", "--quiet", "--lib"])
+        .args([
+            "-p",
+            "kata-catalog",
+            "-p",
+            "kata-harness",
+            "-p",
+            "kata-runner",
+        ])
+        .env("RUST_BACKTRACE", "0")
+        .output();
+    rows.push(harness_row(
+        "unit tests (catalog, harness, runner)",
+        unit,
+        started_unit,
+    ));
+    // The runner driven on its fixtures, built here and run beside the
+    // lessons that need no server (their checks have no tight time limits),
+    // from its binary: a cargo running it would hold the build directory
+    // and keep the lessons from building.
+    let runner_tests = "runner (cargo test -p kata-runner --test runner)";
+    let started_runner = Instant::now();
+    let mut beside = match suite::build_tests(root, &["-p", "kata-runner", "--test", "runner"]) {
+        Ok(built) => {
+            let exe = built["runner"].clone();
+            let dir = root.to_path_buf();
+            Some(std::thread::spawn(move || {
+                Command::new(exe)
+                    .current_dir(dir)
+                    .env("RUST_BACKTRACE", "0")
+                    .stdin(std::process::Stdio::null())
+                    .output()
+            }))
         }
-        rows.push(Row {
-            lesson: "harness".into(),
-            subject: what.into(),
-            ok,
-            detail: match run {
-                Ok(out) if out.status.success() => "passed".into(),
-                Ok(out) => format!("failed ({}), output above", out.status),
-                Err(e) => format!("could not run cargo: {e}"),
-            },
-            seconds: started.elapsed().as_secs_f64(),
-        });
-    }
+        Err(e) => {
+            rows.push(Row {
+                lesson: "harness".into(),
+                subject: runner_tests.into(),
+                ok: false,
+                detail: e,
+                seconds: started_runner.elapsed().as_secs_f64(),
+            });
+            None
+        }
+    };
+    let mut join_runner = |rows: &mut Vec<Row>| {
+        if let Some(thread) = beside.take() {
+            let run = thread
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the thread panicked")));
+            rows.insert(1, harness_row(runner_tests, run, started_runner));
+        }
+    };
     // Built exactly as `cargo test --test …` builds them, then run directly.
     let names: Vec<String> = lessons.iter().map(Lesson::name).collect();
     let binaries = match Binaries::build(root, &names) {
@@ -310,6 +343,12 @@ fn main() -> ExitCode {
         .flat_map(|l| subjects(l).into_iter().map(move |(s, e)| (l, s, e)))
         .collect();
     for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
+        if !matches!(
+            lesson.kind,
+            CatalogKind::Limiter | CatalogKind::SharedLimiter
+        ) {
+            join_runner(&mut rows);
+        }
         progress(i, plan.len(), &format!("{} {subject}", lesson.name()));
         let exe = &binaries.by_lesson[&lesson.name()];
         // A mistake may say what its failure must show (`//! Shows: …`):
@@ -355,6 +394,7 @@ fn main() -> ExitCode {
             seconds: outcome.took.as_secs_f64(),
         });
     }
+    join_runner(&mut rows);
     // An unknown subject is named once, not once per test, and fails the run.
     if let Some(first) = lessons.first() {
         let exe = &binaries.by_lesson[&first.name()];
