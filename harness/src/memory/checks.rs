@@ -476,7 +476,7 @@ impl BoundedLesson {
             }
             return;
         }
-        let limit = time_limit() * 3;
+        let limit = time_limit() * 2;
         let (out, stopped) = run_alone(test, FLOOD_PROBE, limit);
         // libtest prints the test's name and its output on one line.
         let said = |verdict: &str| -> Vec<&str> {
