@@ -242,40 +242,38 @@ pub fn build_tests(
     root: &Path,
     selection: &[&str],
 ) -> Result<std::collections::BTreeMap<String, PathBuf>, String> {
-    {
-        let out = Command::new(cargo())
-            .current_dir(root)
-            .args(["test", "--quiet", "--no-run", "--message-format=json"])
-            .args(selection)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()
-            .map_err(|e| format!("could not start cargo: {e}"))?;
-        let mut by_lesson = std::collections::BTreeMap::new();
-        for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            let target = &message["target"];
-            let is_test = target["kind"]
-                .as_array()
-                .is_some_and(|k| k.iter().any(|k| k == "test"));
-            if let (Some(name), Some(exe), true) = (
-                target["name"].as_str(),
-                message["executable"].as_str(),
-                is_test,
-            ) {
-                by_lesson.insert(name.to_string(), PathBuf::from(exe));
-            }
+    let out = Command::new(cargo())
+        .current_dir(root)
+        .args(["test", "--quiet", "--no-run", "--message-format=json"])
+        .args(selection)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("could not start cargo: {e}"))?;
+    let mut by_target = std::collections::BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let target = &message["target"];
+        let is_test = target["kind"]
+            .as_array()
+            .is_some_and(|k| k.iter().any(|k| k == "test"));
+        if let (Some(name), Some(exe), true) = (
+            target["name"].as_str(),
+            message["executable"].as_str(),
+            is_test,
+        ) {
+            by_target.insert(name.to_string(), PathBuf::from(exe));
         }
-        if !out.status.success() {
-            return Err(format!(
-                "`cargo test --no-run {}` failed; see the errors above",
-                selection.join(" ")
-            ));
-        }
-        Ok(by_lesson)
     }
+    if !out.status.success() {
+        return Err(format!(
+            "`cargo test --no-run {}` failed; see the errors above",
+            selection.join(" ")
+        ));
+    }
+    Ok(by_target)
 }
 
 /// The tests of a test binary that run by default (not `#[ignore]`d), in
@@ -325,7 +323,7 @@ fn test_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
-/// Runs the test binary `exe` of `lesson` with `KATA_SUBJECT=<subject>`:
+/// Runs the test binary `exe` of a lesson with `KATA_SUBJECT=<subject>`:
 /// the tests named in `only` (all of them if `None`), as far as `until`
 /// says. Snapshots are never written and backtraces are off. A run past
 /// [`run_limit`] is killed; a run that ends by a signal is a crash, named
