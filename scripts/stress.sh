@@ -133,8 +133,10 @@ run_one() {
 # The tests a crashed run had started and not finished: libtest starts them
 # in the order of its list, so they are the first unfinished ones.
 unfinished() {
-    local n="$1" file="$2" t
+    local n="$1" file="$2" t ignored
+    ignored="$("${binary[lesson_$n]}" --list --ignored 2>/dev/null | sed -n 's/: test$//p')"
     while read -r t; do
+        grep -qxF "$t" <<<"$ignored" && continue
         grep -q "^test $t \.\.\. " "$file" || echo "$t"
     done < <("${binary[lesson_$n]}" --list 2>/dev/null | sed -n 's/: test$//p') |
         head -n "${threads:-$(nproc)}"
