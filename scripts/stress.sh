@@ -102,6 +102,13 @@ for line in sys.stdin:
         print(m["target"]["name"] + "\t" + m["executable"])
 ')
 
+for n in "${lessons[@]}"; do
+    if [ -z "${binary[lesson_$n]:-}" ]; then
+        echo "stress.sh: lesson_$n's tests did not build (see above)" >&2
+        exit 2
+    fi
+done
+
 out="target/stress"
 mkdir -p "$out"
 log="$(mktemp -d)"
@@ -146,6 +153,7 @@ started="$(date +%s)"
 deadline=$((started + minutes * 60))
 total=0
 crashes=0
+odd=0
 declare -A running
 report() {
     local id="$1" rc n subject
@@ -158,6 +166,10 @@ report() {
     # signal N.
     if [ "$rc" -eq 124 ]; then
         echo "HUNG  lesson_$n $subject: still running after 15 minutes"
+    elif [ "$rc" -ne 0 ] && [ "$rc" -ne 101 ] && [ "$rc" -le 128 ]; then
+        # Neither passed (0) nor failed (101): it could not run at all.
+        odd=$((odd + 1))
+        echo "ODD   lesson_$n $subject: exit code $rc"
     elif [ "$rc" -gt 128 ]; then
         crashes=$((crashes + 1))
         local keep="$out/lesson_$n-${subject//:/-}-$id.log"
@@ -202,4 +214,5 @@ while :; do
 done
 echo "stress: $total runs in $(( ($(date +%s) - started) / 60 )) min, $crashes ended by a signal" \
     "(scripts/stress.sh --minutes $minutes --jobs $jobs --load $load ${targets[*]})"
-[ "$crashes" -eq 0 ]
+[ "$odd" -eq 0 ] || echo "stress: $odd run(s) could not run at all" >&2
+[ "$crashes" -eq 0 ] && [ "$odd" -eq 0 ]

@@ -197,18 +197,23 @@ pub fn collect_until(
     let mut asked = std::time::Instant::now();
     let mut fresh = false;
     let status = loop {
+        // Every turn, whether a line came or not, also asks `stop` and
+        // looks at the child and the clock: a child that prints without
+        // pause is stopped all the same.
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Chunk::Out(text)) => {
                 seen.stdout.push_str(&text);
                 fresh = true;
-                continue;
             }
             Ok(Chunk::Err(text)) => {
                 seen.stderr.push_str(&text);
                 fresh = true;
-                continue;
             }
-            Err(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Both outputs closed: nothing more to read, only to wait for.
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
         }
         if fresh && asked.elapsed() >= Duration::from_millis(20) {
             fresh = false;
@@ -501,6 +506,14 @@ mod tests {
             seen.timed_out && !seen.stopped && seen.signal.is_none(),
             "{seen:?}"
         );
+        // A child that prints without pause is stopped at its limit too.
+        let started = std::time::Instant::now();
+        let seen = collect_until(
+            shell("while :; do echo line; done"),
+            Duration::from_millis(300),
+            |_, _| false,
+        );
+        assert!(seen.timed_out && started.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

@@ -318,7 +318,8 @@ pub enum Until<'a> {
 }
 
 /// The test threads of a run: at least two, so that libtest writes each
-/// result on one line whatever the tests print meanwhile.
+/// result when the test ends, as one line (unless another test prints in
+/// between: [`results`] reads the failures' list at the end too).
 fn test_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
@@ -421,9 +422,11 @@ pub fn run_binary(
     }
 }
 
-/// Each test's name and verdict, from libtest's `test <name> ... ok` lines.
+/// Each test's name and verdict, from libtest's `test <name> ... ok` lines
+/// and, for a result line that a test's own output split (with
+/// `--nocapture`), from the list of failures libtest prints at the end.
 fn results(output: &str) -> Vec<(String, bool)> {
-    output
+    let mut tests: Vec<(String, bool)> = output
         .lines()
         .filter_map(|line| {
             let rest = line.strip_prefix("test ")?;
@@ -434,7 +437,22 @@ fn results(output: &str) -> Vec<(String, bool)> {
                 _ => None,
             }
         })
-        .collect()
+        .collect();
+    // The last `failures:` heading is followed by the failed tests' names,
+    // indented, then a blank line.
+    if let Some((_, list)) = output.rsplit_once("\nfailures:\n") {
+        for name in list
+            .lines()
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.strip_prefix("    "))
+        {
+            match tests.iter_mut().find(|(n, _)| n == name) {
+                Some(entry) => entry.1 = false,
+                None => tests.push((name.to_string(), false)),
+            }
+        }
+    }
+    tests
 }
 
 #[cfg(test)]
@@ -482,6 +500,17 @@ mod tests {
             assert_eq!(outcome.tests, [("a".to_string(), true)]);
         }
         let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+    }
+
+    #[test]
+    fn a_result_line_split_by_a_test_s_output_still_counts() {
+        let output = "test a ... ok\ntest b ... loom explored 3 executions\nFAILED\n\n\
+                      failures:\n\n---- b stdout ----\nboom\n\nfailures:\n    b\n\n\
+                      test result: FAILED. 1 passed; 1 failed";
+        assert_eq!(
+            results(output),
+            [("a".to_string(), true), ("b".to_string(), false)]
+        );
     }
 
     #[test]

@@ -205,7 +205,7 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
 
 /// A row for a run of the crates' own tests; their output is shown when
 /// they fail.
-fn harness_row(what: &str, run: std::io::Result<std::process::Output>, started: Instant) -> Row {
+fn harness_row(what: &str, run: std::io::Result<std::process::Output>, seconds: f64) -> Row {
     let ok = matches!(&run, Ok(out) if out.status.success());
     if let (false, Ok(out)) = (ok, &run) {
         eprintln!(
@@ -223,7 +223,7 @@ fn harness_row(what: &str, run: std::io::Result<std::process::Output>, started: 
             Ok(out) => format!("failed ({}), output above", out.status),
             Err(e) => format!("could not run: {e}"),
         },
-        seconds: started.elapsed().as_secs_f64(),
+        seconds,
     }
 }
 
@@ -288,12 +288,23 @@ fn main() -> ExitCode {
     rows.push(harness_row(
         "unit tests (catalog, harness, runner)",
         unit,
-        started_unit,
+        started_unit.elapsed().as_secs_f64(),
     ));
+    // Built exactly as `cargo test --test …` builds them, then run directly.
+    let names: Vec<String> = lessons.iter().map(Lesson::name).collect();
+    let binaries = match Binaries::build(root, &names) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{e}");
+            println!("0 passed, 1 failed");
+            return ExitCode::FAILURE;
+        }
+    };
+
     // The runner driven on its fixtures, built here and run beside the
     // lessons that need no server (their checks have no tight time limits),
-    // from its binary: a cargo running it would hold the build directory
-    // and keep the lessons from building.
+    // from its binary (a cargo running it would hold the build directory),
+    // once every lesson is built.
     let runner_tests = "runner (cargo test -p kata-runner --test runner)";
     let started_runner = Instant::now();
     let mut beside = match suite::build_tests(root, &["-p", "kata-runner", "--test", "runner"]) {
@@ -301,11 +312,13 @@ fn main() -> ExitCode {
             let exe = built["runner"].clone();
             let dir = root.to_path_buf();
             Some(std::thread::spawn(move || {
-                Command::new(exe)
+                let started = Instant::now();
+                let run = Command::new(exe)
                     .current_dir(dir)
                     .env("RUST_BACKTRACE", "0")
                     .stdin(std::process::Stdio::null())
-                    .output()
+                    .output();
+                (run, started.elapsed().as_secs_f64())
             }))
         }
         Err(e) => {
@@ -321,23 +334,13 @@ fn main() -> ExitCode {
     };
     let mut join_runner = |rows: &mut Vec<Row>| {
         if let Some(thread) = beside.take() {
-            let run = thread
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("the thread panicked")));
-            rows.insert(1, harness_row(runner_tests, run, started_runner));
+            let (run, seconds) = thread.join().unwrap_or_else(|_| {
+                let panicked = Err(std::io::Error::other("the thread panicked"));
+                (panicked, started_runner.elapsed().as_secs_f64())
+            });
+            rows.insert(1, harness_row(runner_tests, run, seconds));
         }
     };
-    // Built exactly as `cargo test --test …` builds them, then run directly.
-    let names: Vec<String> = lessons.iter().map(Lesson::name).collect();
-    let binaries = match Binaries::build(root, &names) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("{e}");
-            println!("0 passed, 1 failed");
-            return ExitCode::FAILURE;
-        }
-    };
-
     let plan: Vec<(&Lesson, String, Expect)> = lessons
         .iter()
         .flat_map(|l| subjects(l).into_iter().map(move |(s, e)| (l, s, e)))
