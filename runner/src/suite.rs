@@ -71,30 +71,15 @@ impl Kind {
         self != Kind::Source
     }
 
-    /// When a check of this kind runs where the first failure is enough.
-    pub fn tier(self) -> Tier {
-        match self {
-            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source => Tier::Quick,
-            Kind::Property => Tier::Properties,
-            Kind::Loom | Kind::Race => Tier::Races,
-            Kind::EndToEnd | Kind::Fault => Tier::Slow,
-        }
+    /// Whether a check of this kind takes milliseconds (examples,
+    /// configuration, drawings, source checks): where the first failure is
+    /// enough (a mistake in the self-check), these run first.
+    pub fn quick(self) -> bool {
+        matches!(
+            self,
+            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source
+        )
     }
-}
-
-/// Groups of checks by what one costs, cheapest first. Where the first
-/// failure is enough (a mistake in the self-check), the quick ones run
-/// first and the others after them.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Tier {
-    /// Examples, configuration, drawings and source checks: milliseconds.
-    Quick,
-    /// Properties on generated timelines: a second or two.
-    Properties,
-    /// Loom's interleavings and the app servers' orders of commands.
-    Races,
-    /// Real servers stopped and restarted, end to end over sockets.
-    Slow,
 }
 
 /// The results of one run of a lesson's tests.

@@ -9,7 +9,7 @@
 //! anything failed.
 //!
 //! A reference, an alternative and the stub run the whole suite. A mistake
-//! runs its quick checks first ([`Tier::Quick`]), then the others, and
+//! runs its quick checks first ([`Kind::quick`]), then the others, and
 //! stops as soon as one check failed and the output shows the mistake's
 //! `Shows:` lines: one failing check with its message proves it caught. A
 //! test binary that ends by a signal is a crash, and a failure whatever was
@@ -21,7 +21,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use kata_catalog::{Catalog, Kind as CatalogKind, Lesson};
-use kata_runner::suite::{self, Binaries, Kind, Outcome, Tier, Until};
+use kata_runner::suite::{self, Binaries, Kind, Outcome, Until};
 
 /// What a subject must do to the suite.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -171,7 +171,7 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
     for quick in [true, false] {
         let names: Vec<String> = tests
             .iter()
-            .filter(|t| (Kind::of(t).tier() == Tier::Quick) == quick)
+            .filter(|t| Kind::of(t).quick() == quick)
             .cloned()
             .collect();
         if names.is_empty() {
