@@ -16,6 +16,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+pub mod mistake;
 mod parse;
 mod problems;
 
@@ -104,7 +105,9 @@ impl Kind {
 pub struct File {
     /// Its name as a subject (`KATA_SUBJECT=mistake:<name>`).
     pub name: String,
-    /// Relative to the kata's root, with `/` (`mistakes/lesson_02/x.rs`).
+    /// The file a maintainer edits, relative to the kata's root, with `/`
+    /// (`tests/alternatives/lesson_02/x.rs`; for a mistake, its explanation
+    /// and diff, `mistakes/lesson_02/x.diff`).
     pub path: String,
 }
 
@@ -120,7 +123,7 @@ pub struct Lesson {
     pub algorithm: String,
     /// A lesson whose reference this one must equal decision for decision.
     pub baseline: Option<u32>,
-    /// `mistakes/lesson_NN/*.rs`, by name.
+    /// `mistakes/lesson_NN/*.diff`, by name.
     pub mistakes: Vec<File>,
     /// `tests/alternatives/lesson_NN/*.rs` and `solutions/lesson_NN_*.rs`.
     pub alternatives: Vec<File>,
@@ -176,15 +179,15 @@ impl Catalog {
         let mut lessons = parse::lessons(&text).map_err(|e| format!("{FILE}: {e}"))?;
         for lesson in &mut lessons {
             let name = lesson.name();
-            lesson.mistakes = rust_files(&root.join("mistakes").join(&name), "")
+            lesson.mistakes = files(&root.join("mistakes").join(&name), "", ".diff")
                 .into_iter()
                 .map(|n| File {
-                    path: format!("mistakes/{name}/{n}.rs"),
+                    path: format!("mistakes/{name}/{n}.diff"),
                     name: n,
                 })
                 .collect();
             let mut alternatives: Vec<File> =
-                rust_files(&root.join("tests/alternatives").join(&name), "")
+                files(&root.join("tests/alternatives").join(&name), "", ".rs")
                     .into_iter()
                     .map(|n| File {
                         path: format!("tests/alternatives/{name}/{n}.rs"),
@@ -193,7 +196,7 @@ impl Catalog {
                     .collect();
             let further = format!("{name}_");
             alternatives.extend(
-                rust_files(&root.join("solutions"), &further)
+                files(&root.join("solutions"), &further, ".rs")
                     .into_iter()
                     .map(|n| File {
                         path: format!("solutions/{further}{n}.rs"),
@@ -213,6 +216,19 @@ impl Catalog {
 
     pub fn lesson(&self, number: u32) -> Option<&Lesson> {
         self.lessons.iter().find(|l| l.number == number)
+    }
+
+    /// A mistake of `lesson` as the file compiled: its lesson's reference
+    /// with its diff applied. An error names the mistake's file.
+    pub fn mistake_source(&self, lesson: &Lesson, mistake: &File) -> Result<String, String> {
+        let read = |path: &str| {
+            std::fs::read_to_string(self.root.join(path))
+                .map_err(|e| format!("cannot read {path}: {e}"))
+        };
+        let reference = read(&lesson.reference_file())?;
+        mistake::Mistake::parse(&read(&mistake.path)?)
+            .and_then(|m| m.apply(&reference))
+            .map_err(|e| format!("{}: {e}", mistake.path))
     }
 
     /// What must hold for the generated code to make sense.
@@ -267,9 +283,9 @@ impl Catalog {
     }
 }
 
-/// The `.rs` files directly in `dir` whose names start with `prefix`, by name
-/// without the prefix and the extension, sorted.
-fn rust_files(dir: &Path, prefix: &str) -> Vec<String> {
+/// The files directly in `dir` whose names start with `prefix` and end with
+/// `extension`, by name without the prefix and the extension, sorted.
+fn files(dir: &Path, prefix: &str, extension: &str) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -277,7 +293,7 @@ fn rust_files(dir: &Path, prefix: &str) -> Vec<String> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| {
             let file = e.file_name().into_string().ok()?;
-            let stem = file.strip_suffix(".rs")?.strip_prefix(prefix)?;
+            let stem = file.strip_suffix(extension)?.strip_prefix(prefix)?;
             (!stem.is_empty()).then(|| stem.to_string())
         })
         .collect();
@@ -304,8 +320,45 @@ pub fn summary(catalog: &Catalog) -> String {
             lesson.heading().trim_start_matches("# "),
             lesson.name()
         );
+        if !lesson.mistakes.is_empty() {
+            let _ = writeln!(
+                text,
+                "  - [Classic mistakes](mistakes/{}.md)",
+                lesson.name()
+            );
+        }
     }
     text
+}
+
+/// `lessons/mistakes/lesson_NN.md`, the book's page of a lesson's classic
+/// mistakes: each one's explanation and diff, included from its file.
+pub fn mistakes_page(lesson: &Lesson) -> String {
+    let name = lesson.name();
+    let mut text = format!(
+        "# Lesson {:02} — classic mistakes\n\n\
+         Each mistake is kept as what it is and why it is tempting (the `//!` lines), \
+         then the diff that puts it into the lesson's reference \
+         ([`{}`](../../{})). The self-check proves that the lesson's checks catch \
+         every one and print its `Shows:` lines; \
+         `KATA_SUBJECT=mistake:<name> cargo test --test {name}` shows which checks do.\n",
+        lesson.number,
+        lesson.reference_file(),
+        lesson.reference_file(),
+    );
+    for mistake in &lesson.mistakes {
+        let _ = write!(
+            text,
+            "\n## {}\n\n```diff\n{{{{#include ../../{}}}}}\n```\n",
+            mistake.name, mistake.path
+        );
+    }
+    text
+}
+
+/// Where [`mistakes_page`] is kept.
+pub fn mistakes_page_file(lesson: &Lesson) -> String {
+    format!("lessons/mistakes/{}.md", lesson.name())
 }
 
 /// What `build.rs` of the lessons' package runs: writes
@@ -325,20 +378,56 @@ pub fn build_script() {
             return;
         }
     };
+    // The mistakes, applied, where a maintainer can open the file and line
+    // a failure names: `target/mistakes/lesson_NN/<name>.rs`.
+    let applied = target_dir(&out).join("mistakes");
     for lesson in &catalog.lessons {
-        let code = generate(&catalog, lesson);
-        let file = out.join(format!("{}.rs", lesson.name()));
-        // Only rewritten when it changed, so an unchanged lesson is not rebuilt.
-        if std::fs::read_to_string(&file).ok().as_deref() != Some(code.as_str()) {
-            std::fs::write(&file, code).expect("OUT_DIR is writable");
+        for mistake in &lesson.mistakes {
+            match catalog.mistake_source(lesson, mistake) {
+                Ok(text) => {
+                    let file = applied
+                        .join(lesson.name())
+                        .join(format!("{}.rs", mistake.name));
+                    write_if_changed(&file, &text);
+                }
+                Err(e) => println!("cargo::error={e}"),
+            }
         }
+        let code = generate(&catalog, lesson, &applied);
+        write_if_changed(&out.join(format!("{}.rs", lesson.name())), &code);
     }
 }
 
+/// Writes `text` to `file` unless it holds it already, so that an unchanged
+/// lesson is not rebuilt; by a rename, so that two builds at once never
+/// read half a file.
+fn write_if_changed(file: &Path, text: &str) {
+    if std::fs::read_to_string(file).ok().as_deref() == Some(text) {
+        return;
+    }
+    let dir = file.parent().expect("a file in a folder");
+    std::fs::create_dir_all(dir).expect("the build's folders are writable");
+    let partial = file.with_extension(format!("{}.partial", std::process::id()));
+    std::fs::write(&partial, text).expect("the build's folders are writable");
+    std::fs::rename(&partial, file).expect("the build's folders are writable");
+}
+
+/// Cargo's target folder, from a build script's `OUT_DIR` inside it (the
+/// first folder up that holds cargo's `CACHEDIR.TAG`), or `OUT_DIR` itself.
+fn target_dir(out: &Path) -> PathBuf {
+    out.ancestors()
+        .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .unwrap_or(out)
+        .to_path_buf()
+}
+
 /// The code `tests/lesson_NN.rs` includes: the lesson's implementations as
-/// subjects, `fn lesson()`, and the standard checks of its kind.
-pub fn generate(catalog: &Catalog, lesson: &Lesson) -> String {
-    let root = catalog.root.to_string_lossy().replace('\\', "/");
+/// subjects, `fn lesson()`, and the standard checks of its kind. Its
+/// mistakes compile from `applied/lesson_NN/<name>.rs`, where the build
+/// script writes them.
+pub fn generate(catalog: &Catalog, lesson: &Lesson, applied: &Path) -> String {
+    let slashes = |p: &Path| p.to_string_lossy().replace('\\', "/");
+    let root = slashes(&catalog.root);
     let file = |path: &str| format!("[{path:?}, {:?}]", format!("{root}/{path}"));
     let list = |files: &[File]| -> String {
         files
@@ -346,6 +435,20 @@ pub fn generate(catalog: &Catalog, lesson: &Lesson) -> String {
             .map(|f| format!("\n        {}: {},", f.name, file(&f.path)))
             .collect()
     };
+    // A mistake is named as the file compiled, relative to the kata's root
+    // when the target folder is inside it.
+    let mistakes: String = lesson
+        .mistakes
+        .iter()
+        .map(|f| {
+            let full = slashes(&applied.join(lesson.name()).join(format!("{}.rs", f.name)));
+            let shown = full
+                .strip_prefix(&format!("{root}/"))
+                .unwrap_or(&full)
+                .to_string();
+            format!("\n        {}: [{shown:?}, {full:?}],", f.name)
+        })
+        .collect();
     let mut code = String::new();
     let _ = writeln!(
         code,
@@ -360,7 +463,7 @@ pub fn generate(catalog: &Catalog, lesson: &Lesson) -> String {
     let _ = writeln!(code, "    learner: {},", file(&lesson.learner_file()));
     let _ = writeln!(code, "    stub: {},", file(&lesson.stub_file()));
     let _ = writeln!(code, "    reference: {},", file(&lesson.reference_file()));
-    let _ = writeln!(code, "    mistakes: {{{}\n    }},", list(&lesson.mistakes));
+    let _ = writeln!(code, "    mistakes: {{{mistakes}\n    }},");
     let _ = writeln!(
         code,
         "    alternatives: {{{}\n    }},",
@@ -412,12 +515,72 @@ mod tests {
         assert!(six
             .mistakes
             .iter()
-            .all(|m| m.path.starts_with("mistakes/lesson_06/")));
-        let code = generate(&catalog, six);
+            .all(|m| m.path.starts_with("mistakes/lesson_06/") && m.path.ends_with(".diff")));
+        let code = generate(&catalog, six, &kata_root().join("target/mistakes"));
         assert!(code.contains("kind: shared_limiter,"), "{code}");
+        let first = &six.mistakes[0].name;
+        assert!(
+            code.contains(&format!(
+                "{first}: [\"target/mistakes/lesson_06/{first}.rs\", "
+            )),
+            "{code}"
+        );
         assert!(
             code.contains("decides_like_the_lesson_05_reference"),
             "{code}"
+        );
+    }
+
+    /// A mistake whose diff no longer applies, and a whole file among the
+    /// diffs, are each named.
+    #[test]
+    fn names_a_mistake_that_no_longer_applies() {
+        let root = std::env::temp_dir().join(format!("kata-catalog-{}", std::process::id()));
+        let put = |path: &str, text: &str| {
+            let file = root.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        };
+        put(
+            FILE,
+            "[[lesson]]\nnumber = 1\ntitle = \"T\"\nkind = \"limiter\"\ntype = \"X\"\nalgorithm = \"FixedWindow\"\n",
+        );
+        put("solutions/lesson_01.rs", "//! R\n\nfn f() {\n    a();\n}\n");
+        put(
+            "mistakes/lesson_01/gone.diff",
+            "//! MISTAKE: b\n--- a\n+++ b\n@@ -3,3 +3,3 @@\n fn f() {\n-    b();\n+    c();\n }\n",
+        );
+        put(
+            "mistakes/lesson_01/fine.diff",
+            "//! MISTAKE: c\n@@ -3,3 +3,3 @@\n fn f() {\n-    a();\n+    c();\n }\n",
+        );
+        put("mistakes/lesson_01/whole.rs", "//! MISTAKE\n");
+        let catalog = Catalog::load(&root).unwrap();
+        let lesson = catalog.lesson(1).unwrap();
+        assert_eq!(
+            catalog.mistake_source(lesson, &lesson.mistakes[0]).unwrap(),
+            "//! MISTAKE: c\n\nfn f() {\n    c();\n}\n"
+        );
+        let found = problems(&catalog);
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(
+            found.iter().any(
+                |p| p.starts_with("mistakes/lesson_01/gone.diff: the hunk at line 4")
+                    && p.contains("no longer applies")
+            ),
+            "{found:#?}"
+        );
+        assert!(
+            !found
+                .iter()
+                .any(|p| p.starts_with("mistakes/lesson_01/fine.diff:")),
+            "{found:#?}"
+        );
+        assert!(
+            found
+                .iter()
+                .any(|p| p.starts_with("mistakes/lesson_01/whole.rs is not a mistake")),
+            "{found:#?}"
         );
     }
 

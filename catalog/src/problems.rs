@@ -76,6 +76,32 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             ));
         }
     }
+    // A mistake is its explanation and a diff: a whole copy of the reference
+    // would go stale unseen when the reference changes.
+    for lesson in &catalog.lessons {
+        for mistake in &lesson.mistakes {
+            if let Err(e) = catalog.mistake_source(lesson, mistake) {
+                found.push(e);
+            }
+        }
+        let dir = format!("mistakes/{}", lesson.name());
+        for entry in std::fs::read_dir(root.join(&dir))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if !file.ends_with(".diff") {
+                found.push(format!(
+                    "{dir}/{file} is not a mistake: a mistake is a `.diff` against {} \
+                     (`cargo run -p kata-catalog --bin mistake -- save {} <name> {dir}/{file}` \
+                     writes it from a whole file)",
+                    lesson.reference_file(),
+                    lesson.number
+                ));
+            }
+        }
+    }
     // Files that look like a lesson's but belong to none.
     for (dir, prefix, suffix) in [
         ("tests", "lesson_", ".rs"),
@@ -122,8 +148,18 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
     if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
         found.push(format!(
             "lessons/SUMMARY.md is not the book's summary of {FILE}; write it with \
-             `cargo run -p kata-catalog --bin book-summary > lessons/SUMMARY.md`"
+             `cargo run -p kata-catalog --bin book-summary -- --write`"
         ));
+    }
+    for lesson in &catalog.lessons {
+        let page = crate::mistakes_page_file(lesson);
+        if read(&page).as_deref() != Some(crate::mistakes_page(lesson).as_str()) {
+            found.push(format!(
+                "{page} is not the book's page of lesson {}'s mistakes; write it with \
+                 `cargo run -p kata-catalog --bin book-summary -- --write`",
+                lesson.number
+            ));
+        }
     }
     found.extend(broken_links(root));
     found.extend(cited_but_missing(root));

@@ -12,7 +12,7 @@ pub enum Subject {
     /// `lessons/stubs/lesson_NN.rs`: the learner file as it was at first,
     /// which must fail every behavioural test.
     Stub,
-    /// `mistakes/lesson_NN/<name>.rs`: a limiter with one classic bug, which
+    /// `mistakes/lesson_NN/<name>.diff`: a limiter with one classic bug, which
     /// the suite must reject.
     Mistake(&'static str),
     /// `tests/alternatives/lesson_NN/<name>.rs`: a correct design unlike the

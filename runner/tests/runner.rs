@@ -21,6 +21,20 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(Path::new(ROOT).join(path)).expect("a kata file")
 }
 
+/// A mistake of the gallery as its whole file: the reference with its diff.
+fn mistake(lesson: u32, name: &str) -> String {
+    let catalog = kata_catalog::Catalog::load(Path::new(ROOT)).expect("the kata's catalog");
+    let lesson = catalog.lesson(lesson).expect("a lesson of the catalog");
+    let file = lesson
+        .mistakes
+        .iter()
+        .find(|m| m.name == name)
+        .expect("a mistake of the gallery");
+    catalog
+        .mistake_source(lesson, file)
+        .expect("its diff applies")
+}
+
 fn fixtures() -> Vec<Fixture> {
     let reference = read("solutions/lesson_01.rs");
     let stub = read("lessons/stubs/lesson_01.rs");
@@ -43,7 +57,7 @@ fn fixtures() -> Vec<Fixture> {
         Fixture {
             number: 2,
             title: "Failing",
-            learner: read("mistakes/lesson_01/full_window_retry.rs"),
+            learner: mistake(1, "full_window_retry"),
         },
         Fixture {
             number: 3,

@@ -132,15 +132,6 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
     }
 }
 
-/// What a mistake's failure must show: its `//! Shows: <text>` lines.
-fn shows(source: &str) -> Vec<String> {
-    source
-        .lines()
-        .filter_map(|l| l.strip_prefix("//! Shows: "))
-        .map(|t| t.trim().to_string())
-        .collect()
-}
-
 fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
     let mut list = vec![
         ("reference".to_string(), Expect::Pass),
@@ -357,14 +348,13 @@ fn main() -> ExitCode {
         // A mistake may say what its failure must show (`//! Shows: …`):
         // the messages are checked too, not only that something failed.
         let wanted = match subject.strip_prefix("mistake:") {
-            Some(name) => shows(
-                &std::fs::read_to_string(
-                    root.join("mistakes")
-                        .join(lesson.name())
-                        .join(format!("{name}.rs")),
-                )
+            Some(name) => lesson
+                .mistakes
+                .iter()
+                .find(|m| m.name == name)
+                .and_then(|m| std::fs::read_to_string(root.join(&m.path)).ok())
+                .map(|text| kata_catalog::mistake::shows(&text))
                 .unwrap_or_default(),
-            ),
             None => Vec::new(),
         };
         let outcome = match expect {
