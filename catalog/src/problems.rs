@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{Catalog, FILE};
+use crate::{Catalog, FILE, GUIDES};
 
 /// Every disagreement between the kata's files and its catalog.
 pub fn problems(catalog: &Catalog) -> Vec<String> {
@@ -43,14 +43,12 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             ));
             continue;
         };
-        let heading = text.lines().find(|l| l.starts_with("# ")).unwrap_or("");
-        if heading != lesson.heading() {
-            found.push(format!(
-                "{}: the first heading is {heading:?}, but {FILE} gives {:?}",
-                lesson.text(),
-                lesson.heading()
-            ));
-        }
+        found.extend(wrong_heading(
+            &lesson.text(),
+            &text,
+            &lesson.heading(),
+            FILE,
+        ));
         for mistake in &lesson.mistakes {
             let link = format!("../{}", mistake.path);
             if !text.contains(&format!("({link})")) {
@@ -118,6 +116,20 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             }
         }
     }
+    for (page, title) in GUIDES {
+        let path = format!("lessons/{page}");
+        match read(&path) {
+            None => found.push(format!(
+                "{path} is missing: the book's summary lists it (GUIDES in catalog/src/lib.rs)"
+            )),
+            Some(text) => found.extend(wrong_heading(
+                &path,
+                &text,
+                &format!("# {title}"),
+                "GUIDES in catalog/src/lib.rs",
+            )),
+        }
+    }
     let summary = crate::summary(catalog);
     if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
         found.push(format!(
@@ -129,6 +141,13 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
     found.extend(cited_but_missing(root));
     found.extend(stale_drawings(root));
     found
+}
+
+/// `page`'s first heading, if it is not `heading` (which `source` gives).
+fn wrong_heading(page: &str, text: &str, heading: &str, source: &str) -> Option<String> {
+    let first = text.lines().find(|l| l.starts_with("# ")).unwrap_or("");
+    (first != heading)
+        .then(|| format!("{page}: the first heading is {first:?}, but {source} gives {heading:?}"))
 }
 
 /// A drawing in a lesson text marked `<!-- snapshot: lesson_01_name -->`
@@ -353,6 +372,28 @@ fn link_targets(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_a_page_whose_heading_is_not_its_title() {
+        let source = "GUIDES in catalog/src/lib.rs";
+        assert_eq!(
+            wrong_heading(
+                "lessons/runner.md",
+                "# The runner\n\ntext\n",
+                "# The runner",
+                source
+            ),
+            None
+        );
+        let found = wrong_heading("lessons/runner.md", "# Runner\n", "# The runner", source);
+        assert_eq!(
+            found.as_deref(),
+            Some(
+                "lessons/runner.md: the first heading is \"# Runner\", but \
+                 GUIDES in catalog/src/lib.rs gives \"# The runner\""
+            )
+        );
+    }
 
     #[test]
     fn finds_link_targets_outside_code() {
