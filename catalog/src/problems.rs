@@ -5,6 +5,15 @@ use std::path::Path;
 
 use crate::{Catalog, FILE, GUIDES};
 
+/// The kata's pages outside the book: the front door and the pages it leads
+/// to. Every relative link of each must point at a file.
+pub const PAGES: [&str; 4] = [
+    "README.md",
+    "CONTRIBUTING.md",
+    "ARCHITECTURE.md",
+    "bench/README.md",
+];
+
 /// Every disagreement between the kata's files and its catalog.
 pub fn problems(catalog: &Catalog) -> Vec<String> {
     let root = &catalog.root;
@@ -130,6 +139,13 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             )),
         }
     }
+    for page in PAGES.into_iter().filter(|p| *p != "README.md") {
+        if read(page).is_none() {
+            found.push(format!(
+                "{page} is missing: it is one of the kata's pages (PAGES in catalog/src/problems.rs)"
+            ));
+        }
+    }
     let summary = crate::summary(catalog);
     if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
         found.push(format!(
@@ -210,7 +226,12 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
     ] {
         walk(&root.join(dir), &mut files);
     }
-    files.push(root.join("README.md"));
+    files.extend(
+        PAGES
+            .into_iter()
+            .filter(|p| !p.contains('/'))
+            .map(|p| root.join(p)),
+    );
     files.push(root.join("Cargo.toml"));
     let held: Vec<String> = files
         .iter()
@@ -312,37 +333,41 @@ pub fn book_problems(root: &Path) -> Vec<String> {
     found
 }
 
-/// Relative links in the kata's markdown that point at no file: nothing in
-/// the kata may cite a file it does not hold.
+/// Relative links in the kata's markdown (the [`PAGES`] and the book's
+/// pages) that point at no file: nothing in the kata may cite a file it does
+/// not hold.
 fn broken_links(root: &Path) -> Vec<String> {
-    let mut pages = vec!["README.md".to_string()];
-    pages.extend(
-        std::fs::read_dir(root.join("lessons"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|f| f.ends_with(".md"))
-            .map(|f| format!("lessons/{f}")),
-    );
-    pages.sort();
+    let mut book: Vec<String> = std::fs::read_dir(root.join("lessons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".md"))
+        .map(|f| format!("lessons/{f}"))
+        .collect();
+    book.sort();
     let mut found = Vec::new();
-    for page in pages {
-        let Ok(text) = std::fs::read_to_string(root.join(&page)) else {
-            continue;
-        };
-        let dir = Path::new(&page).parent().unwrap_or(Path::new(""));
-        for target in link_targets(&text) {
-            let path = target.split('#').next().unwrap_or("");
-            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
-                continue;
-            }
-            if !root.join(dir).join(path).exists() {
-                found.push(format!("{page}: the link ({target}) points at no file"));
-            }
+    for page in PAGES.iter().map(|p| p.to_string()).chain(book) {
+        if let Ok(text) = std::fs::read_to_string(root.join(&page)) {
+            found.extend(links_to_nowhere(root, &page, &text));
         }
     }
     found
+}
+
+/// The relative links of `text`, the page `page` (a path from the kata's
+/// root), that point at no file.
+fn links_to_nowhere(root: &Path, page: &str, text: &str) -> Vec<String> {
+    let dir = Path::new(page).parent().unwrap_or(Path::new(""));
+    link_targets(text)
+        .into_iter()
+        .filter(|target| {
+            let path = target.split('#').next().unwrap_or("");
+            let elsewhere = path.is_empty() || path.contains("://") || path.starts_with("mailto:");
+            !elsewhere && !root.join(dir).join(path).exists()
+        })
+        .map(|target| format!("{page}: the link ({target}) points at no file"))
+        .collect()
 }
 
 /// The targets of `[text](target)` links, outside code blocks.
@@ -372,6 +397,29 @@ fn link_targets(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kata_root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("catalog/ is inside the kata")
+    }
+
+    #[test]
+    fn names_a_link_that_points_at_no_file() {
+        let root = kata_root();
+        let page = "[front door](README.md), [the costs](bench/README.md#x), \
+                    [a script](scripts/nowhere.sh), [out](https://example.org), [here](#top)";
+        assert_eq!(
+            links_to_nowhere(root, "CONTRIBUTING.md", page),
+            vec!["CONTRIBUTING.md: the link (scripts/nowhere.sh) points at no file"]
+        );
+        // Relative to the page's own folder.
+        let page = "[up](../README.md) [script](../scripts/bench.sh) [wrong](scripts/bench.sh)";
+        assert_eq!(
+            links_to_nowhere(root, "bench/README.md", page),
+            vec!["bench/README.md: the link (scripts/bench.sh) points at no file"]
+        );
+    }
 
     #[test]
     fn names_a_page_whose_heading_is_not_its_title() {
