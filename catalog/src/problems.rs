@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::{Catalog, FILE, GUIDES};
+use crate::{Catalog, Kind, FILE, GUIDES};
 
 /// The kata's pages outside the book: the front door and the pages it leads
 /// to. Every relative link of each must point at a file.
@@ -13,6 +13,10 @@ pub const PAGES: [&str; 4] = [
     "ARCHITECTURE.md",
     "bench/README.md",
 ];
+
+/// The pages that list the kinds of subject: each must name every kind of
+/// the catalog.
+pub const KIND_LISTS: [&str; 2] = ["ARCHITECTURE.md", "CONTRIBUTING.md"];
 
 /// Every disagreement between the kata's files and its catalog.
 pub fn problems(catalog: &Catalog) -> Vec<String> {
@@ -146,6 +150,11 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             ));
         }
     }
+    for page in KIND_LISTS {
+        if let Some(text) = read(page) {
+            found.extend(unlisted_kinds(page, &text));
+        }
+    }
     let summary = crate::summary(catalog);
     if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
         found.push(format!(
@@ -164,6 +173,30 @@ fn wrong_heading(page: &str, text: &str, heading: &str, source: &str) -> Option<
     let first = text.lines().find(|l| l.starts_with("# ")).unwrap_or("");
     (first != heading)
         .then(|| format!("{page}: the first heading is {first:?}, but {source} gives {heading:?}"))
+}
+
+/// Every kind of the catalog that `page`'s list of kinds leaves out. A list
+/// names a kind by its id in backquotes at the start of an item
+/// (`` - `limiter`: … ``) or of a table row (`` | `limiter` | … ``).
+fn unlisted_kinds(page: &str, text: &str) -> Vec<String> {
+    Kind::ALL
+        .into_iter()
+        .filter(|kind| {
+            let item = format!("- `{}`", kind.id());
+            let row = format!("| `{}` |", kind.id());
+            !text
+                .lines()
+                .map(str::trim_start)
+                .any(|l| l.starts_with(&item) || l.starts_with(&row))
+        })
+        .map(|kind| {
+            format!(
+                "{page}: its list of kinds leaves out `{id}`, a kind of the catalog \
+                 (Kind::ALL in catalog/src/lib.rs); add it as an item \"- `{id}`: …\"",
+                id = kind.id()
+            )
+        })
+        .collect()
 }
 
 /// A drawing in a lesson text marked `<!-- snapshot: lesson_01_name -->`
@@ -418,6 +451,35 @@ mod tests {
         assert_eq!(
             links_to_nowhere(root, "bench/README.md", page),
             vec!["bench/README.md: the link (scripts/bench.sh) points at no file"]
+        );
+    }
+
+    #[test]
+    fn names_a_kind_that_a_list_leaves_out() {
+        let all: String = Kind::ALL
+            .iter()
+            .map(|k| format!("- `{}`: …\n", k.id()))
+            .collect();
+        assert!(unlisted_kinds("ARCHITECTURE.md", &all).is_empty());
+        let rows = "| `limiter` | x |\n| `shared-limiter` | x |\n| `http-layer` | x |\n\
+                    | `redis-limiter` | x |\n| `bounded-limiter` | x |\n";
+        assert!(unlisted_kinds("ARCHITECTURE.md", rows).is_empty());
+        let without = all.replace("- `redis-limiter`: …\n", "");
+        let found = unlisted_kinds("ARCHITECTURE.md", &without);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("ARCHITECTURE.md: ") && found[0].contains("`redis-limiter`"),
+            "{found:?}"
+        );
+        // `shared-limiter` does not name `limiter`, nor a mention in prose.
+        let found = unlisted_kinds(
+            "CONTRIBUTING.md",
+            &all.replace("- `limiter`: …\n", "a `limiter` is mentioned\n"),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("CONTRIBUTING.md: ") && found[0].contains("out `limiter`"),
+            "{found:?}"
         );
     }
 
