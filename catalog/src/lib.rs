@@ -309,8 +309,16 @@ fn is_ident(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// The book's pages on using the kata, after the lessons: each a page of
+/// `lessons/` and the title its first heading gives (`# The runner`).
+pub const GUIDES: [(&str, &str); 2] = [
+    ("runner.md", "The runner"),
+    ("instructors.md", "For instructors"),
+];
+
 /// The book's table of contents (`lessons/SUMMARY.md`, read by mdBook):
-/// the contract, then every lesson, titled from the catalog.
+/// the contract, every lesson, titled from the catalog, then the
+/// [`GUIDES`].
 pub fn summary(catalog: &Catalog) -> String {
     let mut text = String::from("# Summary\n\n[The contract](CONTRACT.md)\n\n# Lessons\n\n");
     for lesson in &catalog.lessons {
@@ -327,6 +335,10 @@ pub fn summary(catalog: &Catalog) -> String {
                 lesson.name()
             );
         }
+    }
+    text.push_str("\n# Using the kata\n\n");
+    for (page, title) in GUIDES {
+        let _ = writeln!(text, "- [{title}]({page})");
     }
     text
 }

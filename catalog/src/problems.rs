@@ -3,7 +3,20 @@
 
 use std::path::Path;
 
-use crate::{Catalog, FILE};
+use crate::{Catalog, Kind, FILE, GUIDES};
+
+/// The kata's pages outside the book: the front door and the pages it leads
+/// to. Every relative link of each must point at a file.
+pub const PAGES: [&str; 4] = [
+    "README.md",
+    "CONTRIBUTING.md",
+    "ARCHITECTURE.md",
+    "bench/README.md",
+];
+
+/// The pages that list the kinds of subject: each must name every kind of
+/// the catalog.
+pub const KIND_LISTS: [&str; 2] = ["ARCHITECTURE.md", "CONTRIBUTING.md"];
 
 /// Every disagreement between the kata's files and its catalog.
 pub fn problems(catalog: &Catalog) -> Vec<String> {
@@ -43,14 +56,12 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             ));
             continue;
         };
-        let heading = text.lines().find(|l| l.starts_with("# ")).unwrap_or("");
-        if heading != lesson.heading() {
-            found.push(format!(
-                "{}: the first heading is {heading:?}, but {FILE} gives {:?}",
-                lesson.text(),
-                lesson.heading()
-            ));
-        }
+        found.extend(wrong_heading(
+            &lesson.text(),
+            &text,
+            &lesson.heading(),
+            FILE,
+        ));
         for mistake in &lesson.mistakes {
             let link = format!("../{}", mistake.path);
             if !text.contains(&format!("({link})")) {
@@ -144,6 +155,32 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             }
         }
     }
+    for (page, title) in GUIDES {
+        let path = format!("lessons/{page}");
+        match read(&path) {
+            None => found.push(format!(
+                "{path} is missing: the book's summary lists it (GUIDES in catalog/src/lib.rs)"
+            )),
+            Some(text) => found.extend(wrong_heading(
+                &path,
+                &text,
+                &format!("# {title}"),
+                "GUIDES in catalog/src/lib.rs",
+            )),
+        }
+    }
+    for page in PAGES.into_iter().filter(|p| *p != "README.md") {
+        if read(page).is_none() {
+            found.push(format!(
+                "{page} is missing: it is one of the kata's pages (PAGES in catalog/src/problems.rs)"
+            ));
+        }
+    }
+    for page in KIND_LISTS {
+        if let Some(text) = read(page) {
+            found.extend(unlisted_kinds(page, &text));
+        }
+    }
     let summary = crate::summary(catalog);
     if read("lessons/SUMMARY.md").as_deref() != Some(summary.as_str()) {
         found.push(format!(
@@ -165,6 +202,37 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
     found.extend(cited_but_missing(root));
     found.extend(stale_drawings(root));
     found
+}
+
+/// `page`'s first heading, if it is not `heading` (which `source` gives).
+fn wrong_heading(page: &str, text: &str, heading: &str, source: &str) -> Option<String> {
+    let first = text.lines().find(|l| l.starts_with("# ")).unwrap_or("");
+    (first != heading)
+        .then(|| format!("{page}: the first heading is {first:?}, but {source} gives {heading:?}"))
+}
+
+/// Every kind of the catalog that `page`'s list of kinds leaves out. A list
+/// names a kind by its id in backquotes at the start of an item
+/// (`` - `limiter`: … ``) or of a table row (`` | `limiter` | … ``).
+fn unlisted_kinds(page: &str, text: &str) -> Vec<String> {
+    Kind::ALL
+        .into_iter()
+        .filter(|kind| {
+            let item = format!("- `{}`", kind.id());
+            let row = format!("| `{}` |", kind.id());
+            !text
+                .lines()
+                .map(str::trim_start)
+                .any(|l| l.starts_with(&item) || l.starts_with(&row))
+        })
+        .map(|kind| {
+            format!(
+                "{page}: its list of kinds leaves out `{id}`, a kind of the catalog \
+                 (Kind::ALL in catalog/src/lib.rs); add it as an item \"- `{id}`: …\"",
+                id = kind.id()
+            )
+        })
+        .collect()
 }
 
 /// A drawing in a lesson text marked `<!-- snapshot: lesson_01_name -->`
@@ -227,7 +295,12 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
     ] {
         walk(&root.join(dir), &mut files);
     }
-    files.push(root.join("README.md"));
+    files.extend(
+        PAGES
+            .into_iter()
+            .filter(|p| !p.contains('/'))
+            .map(|p| root.join(p)),
+    );
     files.push(root.join("Cargo.toml"));
     let held: Vec<String> = files
         .iter()
@@ -329,37 +402,41 @@ pub fn book_problems(root: &Path) -> Vec<String> {
     found
 }
 
-/// Relative links in the kata's markdown that point at no file: nothing in
-/// the kata may cite a file it does not hold.
+/// Relative links in the kata's markdown (the [`PAGES`] and the book's
+/// pages) that point at no file: nothing in the kata may cite a file it does
+/// not hold.
 fn broken_links(root: &Path) -> Vec<String> {
-    let mut pages = vec!["README.md".to_string()];
-    pages.extend(
-        std::fs::read_dir(root.join("lessons"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|f| f.ends_with(".md"))
-            .map(|f| format!("lessons/{f}")),
-    );
-    pages.sort();
+    let mut book: Vec<String> = std::fs::read_dir(root.join("lessons"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|f| f.ends_with(".md"))
+        .map(|f| format!("lessons/{f}"))
+        .collect();
+    book.sort();
     let mut found = Vec::new();
-    for page in pages {
-        let Ok(text) = std::fs::read_to_string(root.join(&page)) else {
-            continue;
-        };
-        let dir = Path::new(&page).parent().unwrap_or(Path::new(""));
-        for target in link_targets(&text) {
-            let path = target.split('#').next().unwrap_or("");
-            if path.is_empty() || path.contains("://") || path.starts_with("mailto:") {
-                continue;
-            }
-            if !root.join(dir).join(path).exists() {
-                found.push(format!("{page}: the link ({target}) points at no file"));
-            }
+    for page in PAGES.iter().map(|p| p.to_string()).chain(book) {
+        if let Ok(text) = std::fs::read_to_string(root.join(&page)) {
+            found.extend(links_to_nowhere(root, &page, &text));
         }
     }
     found
+}
+
+/// The relative links of `text`, the page `page` (a path from the kata's
+/// root), that point at no file.
+fn links_to_nowhere(root: &Path, page: &str, text: &str) -> Vec<String> {
+    let dir = Path::new(page).parent().unwrap_or(Path::new(""));
+    link_targets(text)
+        .into_iter()
+        .filter(|target| {
+            let path = target.split('#').next().unwrap_or("");
+            let elsewhere = path.is_empty() || path.contains("://") || path.starts_with("mailto:");
+            !elsewhere && !root.join(dir).join(path).exists()
+        })
+        .map(|target| format!("{page}: the link ({target}) points at no file"))
+        .collect()
 }
 
 /// The targets of `[text](target)` links, outside code blocks.
@@ -389,6 +466,80 @@ fn link_targets(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kata_root() -> &'static Path {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("catalog/ is inside the kata")
+    }
+
+    #[test]
+    fn names_a_link_that_points_at_no_file() {
+        let root = kata_root();
+        let page = "[front door](README.md), [the costs](bench/README.md#x), \
+                    [a script](scripts/nowhere.sh), [out](https://example.org), [here](#top)";
+        assert_eq!(
+            links_to_nowhere(root, "CONTRIBUTING.md", page),
+            vec!["CONTRIBUTING.md: the link (scripts/nowhere.sh) points at no file"]
+        );
+        // Relative to the page's own folder.
+        let page = "[up](../README.md) [script](../scripts/bench.sh) [wrong](scripts/bench.sh)";
+        assert_eq!(
+            links_to_nowhere(root, "bench/README.md", page),
+            vec!["bench/README.md: the link (scripts/bench.sh) points at no file"]
+        );
+    }
+
+    #[test]
+    fn names_a_kind_that_a_list_leaves_out() {
+        let all: String = Kind::ALL
+            .iter()
+            .map(|k| format!("- `{}`: …\n", k.id()))
+            .collect();
+        assert!(unlisted_kinds("ARCHITECTURE.md", &all).is_empty());
+        let rows = "| `limiter` | x |\n| `shared-limiter` | x |\n| `http-layer` | x |\n\
+                    | `redis-limiter` | x |\n| `bounded-limiter` | x |\n";
+        assert!(unlisted_kinds("ARCHITECTURE.md", rows).is_empty());
+        let without = all.replace("- `redis-limiter`: …\n", "");
+        let found = unlisted_kinds("ARCHITECTURE.md", &without);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("ARCHITECTURE.md: ") && found[0].contains("`redis-limiter`"),
+            "{found:?}"
+        );
+        // `shared-limiter` does not name `limiter`, nor a mention in prose.
+        let found = unlisted_kinds(
+            "CONTRIBUTING.md",
+            &all.replace("- `limiter`: …\n", "a `limiter` is mentioned\n"),
+        );
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].starts_with("CONTRIBUTING.md: ") && found[0].contains("out `limiter`"),
+            "{found:?}"
+        );
+    }
+
+    #[test]
+    fn names_a_page_whose_heading_is_not_its_title() {
+        let source = "GUIDES in catalog/src/lib.rs";
+        assert_eq!(
+            wrong_heading(
+                "lessons/runner.md",
+                "# The runner\n\ntext\n",
+                "# The runner",
+                source
+            ),
+            None
+        );
+        let found = wrong_heading("lessons/runner.md", "# Runner\n", "# The runner", source);
+        assert_eq!(
+            found.as_deref(),
+            Some(
+                "lessons/runner.md: the first heading is \"# Runner\", but \
+                 GUIDES in catalog/src/lib.rs gives \"# The runner\""
+            )
+        );
+    }
 
     #[test]
     fn finds_link_targets_outside_code() {

@@ -13,6 +13,8 @@
 //! | `limiter` | `new(limit, period)`, `check(&mut self, key, now)` | [`Drive`] on one thread |
 //! | `shared-limiter` | `new(limit, period)`, `impl RateLimiter` | [`Drive`], and [`BuildShared`] for the loom scenarios |
 //! | `http-layer` | a tower `Layer` over a limiter | [`crate::http::drive`]: HTTP timelines, answered with statuses, headers and bodies |
+//! | `redis-limiter` | `new(rule, settings)`, `try_check` and `impl RateLimiter`, its state in Redis | [`crate::redis::drive`]: as one app server, and as three taking turns over one Redis |
+//! | `bounded-limiter` | `new(rule, bounds)`, `impl RateLimiter`, `sweep` and `keys_held` | [`crate::memory::drive`]: swept each time the clock moves on, and over loom for the races |
 //!
 //! A new kind adds a driver: an arm of [`crate::__variant!`] that compiles
 //! the learner's file and wraps its type in something that implements

@@ -33,8 +33,9 @@
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
 //! models, then rendering, generators, drivers and scenarios, then the
-//! checks; [`http`] and [`redis`] build on all of them and nothing depends
-//! on them.
+//! checks; [`http`], [`redis`] and [`memory`] build on all of them, and
+//! nothing else depends on them but [`http`], whose demo server's limiter
+//! is [`memory`]'s model.
 
 pub mod checks;
 pub mod decision;

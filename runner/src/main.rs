@@ -106,7 +106,7 @@ enum Command {
     /// Every lesson's state and failing checks, for instructors. Exits 0
     /// when every lesson started passes, 1 otherwise.
     Report {
-        /// As JSON (schema in the README, "The runner's report").
+        /// As JSON (its schema: lessons/runner.md, "The report").
         #[arg(long)]
         json: bool,
         /// The learner's name (default: git's user.name).
