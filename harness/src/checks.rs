@@ -1,20 +1,19 @@
 //! The checks every lesson runs, written once. A lesson's test file names its
 //! cases; everything here is generic over the lesson's algorithm and subjects.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use proptest::strategy::Strategy;
-use proptest::test_runner::{
-    Config as PropConfig, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner,
-};
+use proptest::test_runner::TestError;
 
 use crate::decision::{describe, ConfigError, Decision};
-use crate::drive::Variant;
+use crate::drive::{Implementations, Variant};
 use crate::gen::{timelines, Shape};
-use crate::models::Algorithm;
+use crate::models::{model_run, Algorithm};
 use crate::render::{call, first_difference, render, render_compare};
+use crate::run::{nth_request, run_alone, run_cases};
+use crate::snapshot::assert_snapshot;
 use crate::subject::Subject;
 use crate::time::Timestamp;
 use crate::timeline::{parse_decisions, Config, Timeline};
@@ -50,71 +49,10 @@ pub struct Lesson {
     one_clock: bool,
 }
 
-/// The implementations of one lesson compiled into its test binary, as
-/// its kind's driver wraps them (`V`).
-pub struct Implementations<V = Variant> {
-    pub learner: V,
-    /// The pristine stub (`lessons/stubs/`), as the learner file was at first.
-    pub stub: V,
-    pub reference: V,
-    pub mistakes: Vec<(&'static str, V)>,
-    pub alternatives: Vec<(&'static str, V)>,
-    /// Another lesson's reference this lesson must equal decision for decision
-    /// (lesson 06's GCRA against lesson 05's token bucket), with its type name.
-    pub baseline: Option<(&'static str, V)>,
-}
-
-impl<V> Implementations<V> {
-    /// The same implementations, each seen through `f`: a kind's standard
-    /// variants for the checks every lesson shares.
-    pub fn map<W>(&self, f: impl Fn(&V) -> W) -> Implementations<W> {
-        Implementations {
-            learner: f(&self.learner),
-            stub: f(&self.stub),
-            reference: f(&self.reference),
-            mistakes: self.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
-            alternatives: self.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
-            baseline: self.baseline.as_ref().map(|(n, v)| (*n, f(v))),
-        }
-    }
-}
-
 /// A text made once for the life of the test binary (a lesson's title for
 /// one of its rules).
 pub fn leak(text: String) -> &'static str {
     Box::leak(text.into_boxed_str())
-}
-
-impl<V: Copy> Implementations<V> {
-    /// The subject `KATA_SUBJECT` names. An invalid one is said once, past
-    /// libtest's capture, and stops the test binary. Sets the kata's root
-    /// for file names.
-    pub fn subject_from_env(&self, root: &'static str) -> Subject {
-        let names = |list: &[(&'static str, V)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
-        crate::files::set_root(root);
-        Subject::from_env(&names(&self.mistakes), &names(&self.alternatives)).unwrap_or_else(|e| {
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{e}");
-            std::process::exit(2)
-        })
-    }
-
-    /// The implementation a subject names.
-    pub fn pick(&self, subject: Subject) -> V {
-        let find = |list: &[(&'static str, V)], name: &str| {
-            list.iter()
-                .find(|(n, _)| *n == name)
-                .expect("Subject::from_env only accepts names from these lists")
-                .1
-        };
-        match subject {
-            Subject::Learner => self.learner,
-            Subject::Stub => self.stub,
-            Subject::Reference => self.reference,
-            Subject::Mistake(name) => find(&self.mistakes, name),
-            Subject::Alternative(name) => find(&self.alternatives, name),
-        }
-    }
 }
 
 impl Lesson {
@@ -817,89 +755,6 @@ impl Lesson {
     }
 }
 
-/// Runs the test at path `test` (`module_path!()` and the test's name: the
-/// crate's name is dropped) of this test binary again, alone, in a child
-/// process with `probe` set in its environment, and stops it (its whole
-/// process group) after `limit`. Returns what it printed and whether it was
-/// stopped. For checks that must not share the process: a loop with no
-/// lock or atomic in it cannot be stopped any other way, and bytes held
-/// are only the subject's when no other test runs.
-pub fn run_alone(test: &str, probe: &str, limit: Duration) -> (String, bool) {
-    let test = test.split_once("::").map_or(test, |(_, rest)| rest);
-    let exe = std::env::current_exe().expect("the test binary knows its path");
-    let mut command = std::process::Command::new(exe);
-    command
-        .args(["--exact", test, "--nocapture", "--test-threads", "1"])
-        .env(probe, "1")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    // Tied to this process: a run of the tests stopped from outside stops it too.
-    let child = crate::watchdog::spawn_tied(command).expect("the test binary starts again");
-    crate::watchdog::collect(child, limit)
-}
-
-/// A failing case of a property: its message, the value, and whether it
-/// hung (then it was neither shrunk nor run again).
-pub struct Failed<T> {
-    pub reason: String,
-    pub value: T,
-    pub hung: bool,
-}
-
-/// Runs one property: `cases` values of `strategy` drawn with a fixed seed
-/// (deterministic runs), each checked on a watched thread, shrunk by
-/// proptest at most `max_shrink_iters` times. A case that hangs is reported
-/// at once: later cases pass untried, so shrinking stops at the value that
-/// hung instead of hanging again. `describe(value, i)` names the `i`th
-/// request of a value, for a hang's message.
-pub fn run_cases<T: std::fmt::Debug + Clone + Send + 'static>(
-    subject: Subject,
-    cases: u32,
-    max_shrink_iters: u32,
-    strategy: &impl proptest::strategy::Strategy<Value = T>,
-    describe: fn(&T, usize) -> String,
-    check: impl Fn(&T) -> Result<(), String> + Clone + Send + 'static,
-) -> Result<(), Failed<T>> {
-    let config = PropConfig {
-        cases,
-        failure_persistence: None,
-        max_shrink_iters,
-        ..PropConfig::default()
-    };
-    let mut runner =
-        TestRunner::new_with_rng(config, TestRng::deterministic_rng(RngAlgorithm::ChaCha));
-    let hung = Arc::new(AtomicBool::new(false));
-    let result = runner.run(strategy, |value| {
-        if hung.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        let (v, check) = (value.clone(), check.clone());
-        match watched(time_limit(), |i| describe(&value, i), move || check(&v)) {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(TestCaseError::fail(message)),
-            Err(Stop::Panicked(message)) => {
-                Err(TestCaseError::fail(format!("{subject} {message}")))
-            }
-            Err(Stop::Hung(message)) => {
-                hung.store(true, Ordering::Relaxed);
-                Err(TestCaseError::fail(format!("{subject} {message}")))
-            }
-        }
-    });
-    match result {
-        Ok(()) => Ok(()),
-        Err(TestError::Fail(reason, value)) => Err(Failed {
-            reason: reason.to_string(),
-            value,
-            hung: hung.load(Ordering::Relaxed),
-        }),
-        Err(TestError::Abort(reason)) => panic!("a property could not run: {reason}"),
-    }
-}
-
 /// Shrinks a failing timeline further than proptest can through its
 /// generator: drops chunks of requests, halving their size down to single
 /// requests, keeping each drop after which the check still fails (so a long
@@ -948,66 +803,6 @@ fn minimize(
 
 /// How many requests [`minimize`] may replay in all.
 const SHRINK_BUDGET: usize = 400_000;
-
-/// Compares a subject's drawing of a named timeline with the committed
-/// snapshot `tests/snapshots/lesson_NN_<name>.snap` (`root` is the kata's
-/// folder), which must hold the contract's drawing: accepting a wrong
-/// drawing as the new snapshot cannot make this pass. The drawings are the
-/// subject's, the reference's and the model's; the last two must agree.
-pub fn assert_snapshot(
-    (root, number, name): (&str, u32, &str),
-    description: &str,
-    [tested, reference, contract]: [&str; 3],
-    whose: &str,
-) {
-    assert!(
-        reference == contract,
-        "the reference solution disagrees with the kata's model on snapshot {name}:\nreference:\n{reference}\nmodel:\n{contract}"
-    );
-    let snapshot = format!("lesson_{number:02}_{name}");
-    let dir = format!("{root}/tests/snapshots");
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(&dir);
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    settings.set_description(description);
-    if tested != contract {
-        println!(
-            "{whose} draws timeline {name} differently from the reference (diff below: - is the \
-             reference, + is yours). Fix your code rather than accepting the new drawing: \
-             the tests also check that the committed snapshot is the reference's.\n\
-             replay it beside the reference's answers:\n  cargo run -- compare {number} {name}"
-        );
-    }
-    settings.bind(|| insta::assert_snapshot!(snapshot.as_str(), tested));
-    let file = format!("{dir}/{snapshot}.snap");
-    let committed = std::fs::read_to_string(&file).unwrap_or_default();
-    let body = snapshot_body(&committed);
-    assert!(
-        body == contract.trim_end(),
-        "tests/snapshots/{snapshot}.snap no longer holds the contract's timeline (was a wrong \
-         run accepted as the snapshot?). Restore it with `git checkout tests/snapshots/{snapshot}.snap`."
-    );
-}
-
-/// The body of an insta snapshot file (what follows its `---` header).
-fn snapshot_body(file: &str) -> &str {
-    let mut parts = file.splitn(3, "---\n");
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(""), Some(_header), Some(body)) => body.trim_end(),
-        _ => file.trim_end(),
-    }
-}
-
-/// The model's decisions for a timeline.
-pub fn model_run(algorithm: Algorithm, timeline: &Timeline) -> Vec<Decision> {
-    let mut model = algorithm.model(timeline.config);
-    timeline
-        .requests
-        .iter()
-        .map(|r| model.decide(&r.key, r.now.as_nanos()))
-        .collect()
-}
 
 /// A fresh limiter of `variant` for a timeline's configuration, which is
 /// always valid.
@@ -1061,16 +856,6 @@ fn run_on_threads(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>
         answers.push(answer);
     }
     Ok(answers)
-}
-
-/// `request #3 check("a", 999ns)`: the `i`th request, for hang reports. A probe
-/// replays the timeline and adds requests of its own past its end.
-pub fn nth_request(timeline: &Timeline, i: usize) -> String {
-    timeline
-        .requests
-        .get(i)
-        .map(|r| format!("request #{} {}", i + 1, call(&r.key, r.now)))
-        .unwrap_or_else(|| "an extra request of a replay".into())
 }
 
 /// Runs a timeline under the watchdog, keeping the answers given before a

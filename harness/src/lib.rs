@@ -15,6 +15,9 @@
 //!   contract (`lessons/CONTRACT.md`);
 //! - [`timeline`], [`gen`]: timelines, their notation and their generators;
 //! - [`render`]: tables and strip charts of timelines;
+//! - [`run`], [`snapshot`]: how the checks of every kind run their cases
+//!   (each watched, a test alone in a child process) and compare drawings
+//!   with their committed snapshots;
 //! - [`checks`], [`scenarios`]: the generic checks and the loom scenarios;
 //! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
 //!   tested, what its source may use, how its panics and hangs become
@@ -34,9 +37,9 @@
 //!
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
-//! models, then rendering, generators, drivers and scenarios, then the
-//! checks; [`http`] and [`redis`] build on all of them and nothing depends
-//! on them.
+//! models, then rendering, generators, drivers and scenarios, then how
+//! checks run and snapshots compare, then the checks; [`http`] and
+//! [`redis`] build on all of them and nothing depends on them.
 
 pub mod checks;
 pub mod decision;
@@ -49,8 +52,10 @@ pub mod memory;
 pub mod models;
 pub mod redis;
 pub mod render;
+pub mod run;
 pub mod scenarios;
 pub mod signals;
+pub mod snapshot;
 pub mod source;
 pub mod subject;
 pub mod sync;

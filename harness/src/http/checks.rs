@@ -9,7 +9,7 @@ use super::drive::{run, HttpVariant, Run};
 use super::exchange::{self, nanos, transcript, Call, HttpTimeline, Observed};
 use super::model::{client_key, expected, leftmost_decides, problem_body_errors, Expected, Keyed};
 use super::{gen, LayerError, Policy, PolicyError};
-use crate::checks::Implementations;
+use crate::drive::Implementations;
 use crate::models::Algorithm;
 use crate::subject::Subject;
 use crate::watchdog::{time_limit, watched, Stop};
@@ -379,7 +379,7 @@ impl HttpLesson {
         let contract = model_transcript(self.algorithm, &timeline);
         let reference = draw(self.implementations.reference);
         let tested = draw(self.tested());
-        crate::checks::assert_snapshot(
+        crate::snapshot::assert_snapshot(
             (self.root, self.number, name),
             &format!("{timeline:?}"),
             [&tested, &reference, &contract],
@@ -1049,14 +1049,14 @@ fn build_only(v: HttpVariant, algorithm: Algorithm, policy: Policy) -> Result<()
     (v.build)(parts).map(|_| ())
 }
 
-/// Runs one property (see [`crate::checks::run_cases`]).
+/// Runs one property (see [`crate::run::run_cases`]).
 fn run_property<T: std::fmt::Debug + Clone + Send + 'static>(
     ctx: Ctx,
     cases: u32,
     strategy: impl Strategy<Value = T>,
     check: impl Fn(Ctx, &T) -> Result<(), String> + Send + Sync + Copy + 'static,
 ) -> Result<(), (String, T)> {
-    crate::checks::run_cases(
+    crate::run::run_cases(
         ctx.subject,
         cases,
         1024,

@@ -61,7 +61,7 @@ macro_rules! define_lesson {
                     $title,
                     stringify!($limiter),
                     $crate::models::Algorithm::named($algorithm),
-                    $crate::checks::Implementations {
+                    $crate::drive::Implementations {
                         learner: learner::VARIANT,
                         stub: stub::VARIANT,
                         reference: reference::VARIANT,

@@ -18,12 +18,14 @@ use super::drive::{
 use super::proxy::{Proxy, Step};
 use super::server::RedisServer;
 use super::{Clock, OnFailure, Rule};
-use crate::checks::{assert_snapshot, run_cases, Implementations, Lesson};
+use crate::checks::Lesson;
 use crate::decision::{describe, Decision};
-use crate::drive::Variant;
+use crate::drive::{Implementations, Variant};
 use crate::models::Algorithm;
 use crate::render::call;
+use crate::run::run_cases;
 use crate::scenarios::{compact, linearizable, linearizations, show_answers, Answers, Scenario};
+use crate::snapshot::assert_snapshot;
 use crate::subject::Subject;
 use crate::time::Timestamp;
 use crate::timeline::{Config, Request, Timeline};
@@ -717,7 +719,7 @@ impl RedisLesson {
                 24,
                 1024,
                 &strategy,
-                crate::checks::nth_request,
+                crate::run::nth_request,
                 move |t: &Timeline| keys_and_ttls(build, kind, &server, &proxy, t),
             );
             if let Err(failed) = result {
@@ -903,7 +905,7 @@ impl RedisLesson {
         let timeline = three_servers_timeline(limit, period);
         let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
         let in_memory = round_robin_in_memory(algorithm, &timeline);
-        let contract = crate::checks::model_run(algorithm, &timeline);
+        let contract = crate::models::model_run(algorithm, &timeline);
         let run = |v: RedisImpl| -> Vec<Decision> {
             let mut d = (v.servers[kind as usize].build)(limit, timeline.config.period)
                 .unwrap_or_else(|e| panic!("new returned Err({e:?})"));
