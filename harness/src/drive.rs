@@ -28,6 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::decision::{ConfigError, Decision, RateLimiter};
+use crate::subject::Subject;
 use crate::time::Timestamp;
 
 /// A subject driven one request at a time.
@@ -57,5 +58,66 @@ impl Variant {
     /// The file as learners see it, relative to the kata's root.
     pub fn path(&self) -> String {
         self.file.to_string()
+    }
+}
+
+/// The implementations of one lesson compiled into its test binary, as
+/// its kind's driver wraps them (`V`).
+pub struct Implementations<V = Variant> {
+    pub learner: V,
+    /// The pristine stub (`lessons/stubs/`), as the learner file was at first.
+    pub stub: V,
+    pub reference: V,
+    pub mistakes: Vec<(&'static str, V)>,
+    pub alternatives: Vec<(&'static str, V)>,
+    /// Another lesson's reference this lesson must equal decision for decision
+    /// (lesson 06's GCRA against lesson 05's token bucket), with its type name.
+    pub baseline: Option<(&'static str, V)>,
+}
+
+impl<V> Implementations<V> {
+    /// The same implementations, each seen through `f`: a kind's standard
+    /// variants for the checks every lesson shares.
+    pub fn map<W>(&self, f: impl Fn(&V) -> W) -> Implementations<W> {
+        Implementations {
+            learner: f(&self.learner),
+            stub: f(&self.stub),
+            reference: f(&self.reference),
+            mistakes: self.mistakes.iter().map(|(n, v)| (*n, f(v))).collect(),
+            alternatives: self.alternatives.iter().map(|(n, v)| (*n, f(v))).collect(),
+            baseline: self.baseline.as_ref().map(|(n, v)| (*n, f(v))),
+        }
+    }
+}
+
+impl<V: Copy> Implementations<V> {
+    /// The subject `KATA_SUBJECT` names. An invalid one is said once, past
+    /// libtest's capture, and stops the test binary. Sets the kata's root
+    /// for file names.
+    pub fn subject_from_env(&self, root: &'static str) -> Subject {
+        let names = |list: &[(&'static str, V)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        crate::files::set_root(root);
+        Subject::from_env(&names(&self.mistakes), &names(&self.alternatives)).unwrap_or_else(|e| {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{e}");
+            std::process::exit(2)
+        })
+    }
+
+    /// The implementation a subject names.
+    pub fn pick(&self, subject: Subject) -> V {
+        let find = |list: &[(&'static str, V)], name: &str| {
+            list.iter()
+                .find(|(n, _)| *n == name)
+                .expect("Subject::from_env only accepts names from these lists")
+                .1
+        };
+        match subject {
+            Subject::Learner => self.learner,
+            Subject::Stub => self.stub,
+            Subject::Reference => self.reference,
+            Subject::Mistake(name) => find(&self.mistakes, name),
+            Subject::Alternative(name) => find(&self.alternatives, name),
+        }
     }
 }

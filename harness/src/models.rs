@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::decision::{ConfigError, Decision};
-use crate::timeline::Config;
+use crate::timeline::{Config, Timeline};
 
 /// The algorithm a lesson teaches.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -378,6 +378,16 @@ fn first(mut lo: u128, mut hi: u128, holds: impl Fn(u128) -> bool) -> u128 {
         }
     }
     lo
+}
+
+/// The model's decisions for a timeline.
+pub fn model_run(algorithm: Algorithm, timeline: &Timeline) -> Vec<Decision> {
+    let mut model = algorithm.model(timeline.config);
+    timeline
+        .requests
+        .iter()
+        .map(|r| model.decide(&r.key, r.now.as_nanos()))
+        .collect()
 }
 
 #[cfg(test)]

@@ -168,7 +168,7 @@ mod tests {
                 .unwrap();
             return;
         }
-        let (output, stopped) = crate::checks::run_alone(
+        let (output, stopped) = crate::run::run_alone(
             concat!(
                 module_path!(),
                 "::an_overflow_after_loom_is_reported_by_rust"

@@ -225,14 +225,7 @@ fn fingerprint(root: &Path, entry: &Entry) -> u64 {
         format!("mistakes/{}", entry.name),
         format!("tests/alternatives/{}", entry.name),
     ] {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(root.join(dir))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
-        found.sort();
-        files.extend(found);
+        files_under(&root.join(dir), &mut files);
     }
     let mut bytes = Vec::new();
     for file in files {
@@ -241,6 +234,25 @@ fn fingerprint(root: &Path, entry: &Entry) -> u64 {
         bytes.push(0);
     }
     fnv1a64(&bytes)
+}
+
+/// The files in `dir` and in its folders, each folder's in name order (the
+/// harness keeps a concept of several files in a folder of its own).
+fn files_under(dir: &Path, files: &mut Vec<PathBuf>) {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    for path in found {
+        if path.is_dir() {
+            files_under(&path, files);
+        } else {
+            files.push(path);
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize)]

@@ -15,7 +15,9 @@
 //! - [`drive`]: the driver that puts a timeline's requests to a layer, in
 //!   process (with the harness's model as the limiter behind it and a
 //!   counting inner service) and over a real loopback socket;
-//! - [`gen`], [`checks`]: the generated timelines and the checks.
+//! - [`gen`], [`checks`]: the generated timelines and the checks;
+//! - `suite`: the tests of the kind, as the macro `http_tests!` (`lesson!`
+//!   expands it in lesson 07's test binary).
 
 use std::fmt;
 use std::net::IpAddr;
@@ -35,6 +37,7 @@ pub mod gen;
 pub mod load;
 pub mod model;
 pub mod serve;
+mod suite;
 
 /// The problem type of the IETF httpapi draft (revision 10) for a request
 /// that exceeded its quota.

@@ -8,13 +8,15 @@
 //! - [`model`]: the contract as an executable model;
 //! - [`drive`]: how the learner's type is built and driven;
 //! - [`checks`]: the checks of the kind, with [`races`] (sweeps and a full
-//!   store under loom) and `metrics` (the recorder the checks install).
+//!   store under loom) and `metrics` (the recorder the checks install);
+//! - `suite`: its tests, as the macro `bounded_tests!`.
 
 pub mod checks;
 pub mod drive;
 mod metrics;
 pub mod model;
 pub mod races;
+mod suite;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};

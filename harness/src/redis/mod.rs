@@ -11,12 +11,14 @@
 //!   that holds each instance's next command and releases commands in every
 //!   order up to a bound (the loom scenarios, between clients);
 //! - [`drive`]: how an implementation is built and driven;
-//! - [`checks`]: the checks of the kind.
+//! - [`checks`]: the checks of the kind;
+//! - `suite`: its tests, as the macro `redis_tests!`.
 
 pub mod checks;
 pub mod drive;
 pub mod proxy;
 pub mod server;
+mod suite;
 
 /// The error a Redis limiter's `try_check` returns: the redis crate's.
 pub use ::redis::RedisError;

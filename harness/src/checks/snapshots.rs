@@ -1,0 +1,122 @@
+//! Timelines drawn as tables and strip charts: compared with their committed
+//! snapshots, or printed beside the reference's answers (`cargo run --
+//! compare`).
+
+use super::judge::divergence;
+use super::runs::{run_partial, run_watched};
+use super::{Lesson, DEFAULT_COMPARISON};
+use crate::decision::Decision;
+use crate::models::model_run;
+use crate::render::{call, render, render_compare};
+use crate::snapshot::assert_snapshot;
+use crate::timeline::{Config, Timeline};
+
+impl Lesson {
+    /// One of the standard timelines, drawn and compared with its snapshot.
+    pub fn standard_snapshot(&self, name: &str) {
+        let s = crate::timeline::Standard::named(name)
+            .unwrap_or_else(|| panic!("no standard timeline is named {name:?}"));
+        self.snapshot(s.name, s.limit, s.period, s.requests);
+    }
+
+    /// Prints the subject's and the reference's answers to a timeline side by
+    /// side, the first difference marked. `which` is a standard timeline's
+    /// name, a whole timeline as failures print it (`L=1 W=2ns: b@3 b@3`), or
+    /// requests alone (run with limit 3 and period 1_000 ns). Panics with the
+    /// list of names otherwise, and when the subject panics or hangs, after
+    /// the table of its answers up to that request.
+    pub fn print_comparison(&self, which: &str) {
+        let which = if which.trim().is_empty() {
+            DEFAULT_COMPARISON
+        } else {
+            which
+        };
+        let timeline = crate::timeline::Standard::resolve(which).unwrap_or_else(|e| panic!("{e}"));
+        match crate::timeline::Standard::named(which) {
+            Some(s) => println!("{}: {}\n", s.name, s.about),
+            None if !which.trim().starts_with("L=") => println!(
+                "(requests alone run with {:?}; write `L=2 W=10ns: a@0 …` to choose)\n",
+                timeline.config
+            ),
+            None => {}
+        }
+        let reference = self.unwrap(
+            &timeline,
+            run_watched(self.implementations.reference, &timeline),
+        );
+        let (yours, stop) = run_partial(self.tested(), &timeline);
+        // Only answers the contract fixes exactly are marked: a late request,
+        // or one past the exact horizon, may be answered more than one way.
+        let placed = timeline.placed();
+        let at = match &stop {
+            Some(_) => Some(yours.len()),
+            None => (0..timeline.requests.len()).find(|&i| {
+                let now = timeline.requests[i].now.as_nanos();
+                placed[i] == now
+                    && self.algorithm.exact_at(&timeline.config, now)
+                    && yours.get(i) != reference.get(i)
+            }),
+        };
+        println!(
+            "{}",
+            render_compare(
+                self.algorithm,
+                &timeline,
+                ("yours", "reference"),
+                &yours,
+                &reference,
+                at
+            )
+        );
+        if let Some(stop) = stop {
+            let r = &timeline.requests[yours.len()];
+            panic!(
+                "request #{}, {}: {} {}",
+                yours.len() + 1,
+                call(&r.key, r.now),
+                self.whose(),
+                stop.text()
+            );
+        }
+        match at {
+            Some(i) => println!(
+                "first difference: {}",
+                divergence(
+                    &timeline,
+                    i,
+                    &self.whose(),
+                    &yours,
+                    "the reference",
+                    &reference
+                )
+            ),
+            None => println!(
+                "no difference on this timeline: your answers are the reference's here. (Other \
+                 timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
+                self.number
+            ),
+        }
+    }
+
+    /// A named timeline, drawn as a table and strip chart, compared with the
+    /// committed snapshot `tests/snapshots/lesson_NN_<name>.snap`. The snapshot
+    /// must be what the model and the reference draw, so accepting a wrong
+    /// drawing as the new snapshot cannot make this pass.
+    pub fn snapshot(&self, name: &str, limit: u64, period_nanos: u64, requests: &str) {
+        let timeline = Timeline::parse(Config::new(limit, period_nanos), requests)
+            .unwrap_or_else(|e| panic!("bad snapshot timeline: {e}"));
+        let draw = |d: &[Decision]| render(self.algorithm, &timeline, d);
+        let contract = draw(&model_run(self.algorithm, &timeline));
+        let reference = draw(&self.unwrap(
+            &timeline,
+            run_watched(self.implementations.reference, &timeline),
+        ));
+        let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
+        assert_snapshot(
+            (self.root, self.number, name),
+            &format!("{timeline:?}"),
+            [&tested, &reference, &contract],
+            &self.whose(),
+        );
+    }
+}

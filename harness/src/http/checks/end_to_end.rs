@@ -1,0 +1,32 @@
+//! The layer in a real axum server on a loopback port, and the workshop's
+//! demo server.
+
+use std::time::Duration;
+
+use super::HttpLesson;
+use crate::watchdog::watched;
+
+impl HttpLesson {
+    /// The layer in an axum server on a loopback port, with connection
+    /// info; a real HTTP client fires concurrent requests of one client at
+    /// a frozen clock: exactly the quota is admitted, and the answers
+    /// cross the wire intact.
+    pub fn end_to_end_over_loopback(&self) {
+        let ctx = self.ctx();
+        let outcome = watched(
+            Duration::from_secs(30),
+            |_| String::new(),
+            move || crate::http::serve::concurrent_burst(ctx.tested, ctx.algorithm),
+        );
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("{} over a real socket: {e}", self.whose()),
+            Err(stop) => panic!("{} over a real socket: {}", self.whose(), stop.text()),
+        }
+    }
+
+    /// The workshop's demo server (`cargo run -- serve`).
+    pub fn demo(&self, port: u16) {
+        crate::http::serve::demo(self.tested(), self.algorithm, port);
+    }
+}

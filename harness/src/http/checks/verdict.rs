@@ -1,0 +1,261 @@
+//! The contract's answers to an HTTP timeline, and the judging of a run
+//! against them, request by request.
+
+use crate::http::drive::Run;
+use crate::http::exchange::{nanos, transcript, Call, HttpTimeline, Observed};
+use crate::http::model::{client_key, expected, problem_body_errors, Expected, Keyed};
+use crate::http::Policy;
+use crate::models::Algorithm;
+
+/// What the contract answers to each request: the key and the answer.
+pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)> {
+    let rule = t.setup.key_rule(crate::http::Report::stderr());
+    let algorithm = t.setup.rule(algorithm);
+    let mut model = algorithm.model(crate::http::drive::limiter_config(
+        &t.setup.policy,
+        algorithm,
+    ));
+    t.calls
+        .iter()
+        .map(|c| {
+            let keyed = model_key(&rule, c);
+            let decision = model.decide(&keyed.key, c.at);
+            let mut answer = expected(&t.setup.policy, &decision);
+            if answer.reaches_inner {
+                // The inner service's own answer, passed on.
+                let asked = c
+                    .other
+                    .iter()
+                    .find(|(n, _)| n == crate::http::model::INNER_ANSWER)
+                    .map(|(_, v)| v.as_str());
+                let (status, retry_after) = crate::http::model::inner_answer(asked);
+                answer.status = status;
+                answer.retry_after = retry_after.map(str::to_string);
+            }
+            (keyed, answer)
+        })
+        .collect()
+}
+
+/// The contract's key for a request.
+fn model_key(rule: &crate::http::KeyRule, c: &Call) -> Keyed {
+    let api: Vec<&[u8]> = c.api_keys.iter().map(Vec::as_slice).collect();
+    let xff: Vec<&[u8]> = c.forwarded.iter().map(Vec::as_slice).collect();
+    client_key(rule, &api, &xff, c.peer)
+}
+
+/// `ip:203.0.113.7 200 r=1` / `api:k1 429 t=2`.
+pub(super) fn short(key: &str, e: &Expected) -> String {
+    let (r, t) = parse_ratelimit(&e.ratelimit);
+    match t {
+        Some(t) => format!("{key} {} t={t}", e.status),
+        None => format!("{key} {} r={r}", e.status),
+    }
+}
+
+fn parse_ratelimit(value: &str) -> (String, Option<String>) {
+    let params: Vec<&str> = value.rsplit(';').collect();
+    let get = |p: &str| {
+        params
+            .iter()
+            .find_map(|x| x.strip_prefix(p))
+            .map(str::to_string)
+    };
+    (get("r=").unwrap_or_default(), get("t="))
+}
+
+/// The model's transcript: what the reference and the snapshot must show.
+pub(super) fn model_transcript(algorithm: Algorithm, t: &HttpTimeline) -> String {
+    let answers: Vec<Observed> = contract(algorithm, t)
+        .into_iter()
+        .zip(&t.calls)
+        .map(|((keyed, e), c)| {
+            let mut headers = Vec::new();
+            if let Some(r) = &e.retry_after {
+                headers.push(("retry-after".to_string(), r.clone().into_bytes()));
+            }
+            headers.push(("ratelimit".to_string(), e.ratelimit.clone().into_bytes()));
+            headers.push((
+                "ratelimit-policy".to_string(),
+                e.ratelimit_policy.clone().into_bytes(),
+            ));
+            Observed {
+                status: e.status,
+                headers,
+                body: Vec::new(),
+                inner_calls: usize::from(e.reaches_inner),
+                inner_request_changed: false,
+                checks: vec![(keyed.key, c.at)],
+            }
+        })
+        .collect();
+    transcript(t, &answers)
+}
+
+/// What two implementations must agree on: key, status, the rate-limit
+/// headers, the content type and the problem body's fields.
+pub(super) fn seen(o: &Observed) -> String {
+    let mut out = format!("key {}  →  {}", o.keys(), o.summary());
+    if o.status == 429 {
+        if let Ok(Some(ct)) = o.header("content-type") {
+            out.push_str(&format!("  Content-Type: {}", String::from_utf8_lossy(ct)));
+        }
+        if let Ok(v) = serde_json::from_slice::<serde_json::Value>(&o.body) {
+            for f in ["type", "status", "violated-policies"] {
+                out.push_str(&format!(
+                    "  {f}: {}",
+                    v.get(f).map(|x| x.to_string()).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Judges a run against the contract, request by request.
+pub fn judge(algorithm: Algorithm, t: &HttpTimeline, got: &Run) -> Result<(), String> {
+    let want = contract(algorithm, t);
+    let missing = want.iter().any(|(keyed, _)| keyed.missing_peer);
+    for (i, ((keyed, e), c)) in want.iter().zip(&t.calls).enumerate() {
+        let o = &got.answers[i];
+        if let Some(problem) = differs(&t.setup.policy, &keyed.key, c.at, e, o) {
+            return Err(format!(
+                "request #{} ({c:?}): {problem}\n\nyour transcript up to there:\n{}\nthe contract's:\n{}",
+                i + 1,
+                transcript(&t.clone_upto(i), &got.answers),
+                model_transcript(algorithm, &t.clone_upto(i))
+            ));
+        }
+    }
+    let reports = usize::from(missing);
+    if got.reported.len() != reports {
+        return Err(format!(
+            "the layer reported {:?}; over these requests the contract reports {}",
+            got.reported,
+            if missing {
+                "[NoPeerAddress] once"
+            } else {
+                "nothing"
+            }
+        ));
+    }
+    if got.unready_calls > 0 {
+        return Err(format!(
+            "the inner service was called {} time(s) without a `poll_ready` of its own first: \
+             `poll_ready` must delegate to the inner service.",
+            got.unready_calls
+        ));
+    }
+    Ok(())
+}
+
+/// What is wrong with one answer, if anything.
+fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> Option<String> {
+    let asked: Vec<(&str, u64)> = o.checks.iter().map(|(k, n)| (k.as_str(), *n)).collect();
+    if asked != [(key, at)] {
+        return Some(format!(
+            "the limiter was asked {}; the contract asks it once, for key {key:?} at {} (the \
+             clock's time)",
+            if asked.is_empty() {
+                "nothing".to_string()
+            } else {
+                asked
+                    .iter()
+                    .map(|(k, n)| format!("{k:?} at {}", nanos(*n)))
+                    .collect::<Vec<_>>()
+                    .join(", then ")
+            },
+            nanos(at)
+        ));
+    }
+    if o.status != e.status {
+        return Some(format!(
+            "the status was {}; the contract says {}",
+            o.status, e.status
+        ));
+    }
+    let header = |name: &str, want: Option<&str>| -> Option<String> {
+        match o.header(name) {
+            Err(e) => Some(e),
+            Ok(got) => {
+                let got = got.map(|v| String::from_utf8_lossy(v).into_owned());
+                (got.as_deref() != want).then(|| match (got, want) {
+                    (None, Some(w)) => {
+                        format!("there was no {name} header; the contract sends `{name}: {w}`")
+                    }
+                    (Some(g), None) => format!(
+                        "`{name}: {g}` was sent; the contract sends no {name} on a {} response",
+                        o.status
+                    ),
+                    (Some(g), Some(w)) => {
+                        format!("`{name}: {g}` was sent; the contract says `{name}: {w}`")
+                    }
+                    (None, None) => unreachable!(),
+                })
+            }
+        }
+    };
+    if let Some(p) = header("ratelimit-policy", Some(&e.ratelimit_policy))
+        .or_else(|| header("ratelimit", Some(&e.ratelimit)))
+        .or_else(|| header("retry-after", e.retry_after.as_deref()))
+    {
+        return Some(p);
+    }
+    let inner = usize::from(e.reaches_inner);
+    if o.inner_calls != inner {
+        return Some(format!(
+            "the inner service was called {} time(s) for it; the contract calls it {inner} time(s)",
+            o.inner_calls
+        ));
+    }
+    if o.inner_request_changed {
+        return Some(
+            "the request reached the inner service changed: its `ConnectInfo<SocketAddr>`, \
+             method, URI or header lines were not the ones it came with. The handlers behind \
+             the layer read them (the peer's address, `X-Forwarded-For`, …): read the request; \
+             leave it as it is."
+                .into(),
+        );
+    }
+    if e.reaches_inner {
+        for (name, _) in crate::http::model::INNER_HEADERS {
+            let sent: Vec<&[u8]> = crate::http::model::INNER_HEADERS
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_bytes())
+                .collect();
+            let kept: Vec<&[u8]> = o
+                .headers
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|(_, v)| v.as_slice())
+                .collect();
+            if kept != sent {
+                let shown = |lines: &[&[u8]]| {
+                    lines
+                        .iter()
+                        .map(|l| String::from_utf8_lossy(l).into_owned())
+                        .collect::<Vec<_>>()
+                };
+                return Some(format!(
+                    "the inner service sent `{name}` as {:?} and the client got {:?}: an allowed \
+                     request gets the inner service's response as it was (every line of every \
+                     header), plus the layer's two rate-limit headers",
+                    shown(&sent),
+                    shown(&kept)
+                ));
+            }
+        }
+        if o.body != crate::http::drive::INNER_BODY.as_bytes() {
+            return Some("the inner service's body was not passed on as it was".into());
+        }
+    } else {
+        if let Some(p) = header("content-type", Some("application/problem+json")) {
+            return Some(p);
+        }
+        if let Some(p) = problem_body_errors(policy, &o.body) {
+            return Some(format!("the 429's problem body is wrong: {p}"));
+        }
+    }
+    None
+}

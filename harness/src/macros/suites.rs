@@ -1,0 +1,258 @@
+//! The standard tests of each kind (`__suites!`), and those the kinds of
+//! limiter share: constructor cases, properties, snapshots, loom scenarios
+//! and source checks.
+
+/// The standard checks of each kind of subject.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __suites {
+    (limiter) => {
+        /// The answers depend only on the configuration and the calls.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        $crate::config_tests!();
+        $crate::property_tests!();
+        $crate::snapshot_tests!();
+    };
+    (shared_limiter) => {
+        $crate::__suites!(limiter);
+        $crate::loom_tests!();
+    };
+    (http_layer) => {
+        $crate::http_tests!();
+    };
+    (redis_limiter) => {
+        $crate::redis_tests!();
+    };
+    (bounded_limiter) => {
+        $crate::bounded_tests!();
+    };
+}
+
+/// The constructor cases every lesson shares, as an rstest table (`lesson()`
+/// must be in scope): each `ConfigError` in the contract's order, and the
+/// extreme valid configurations. Each case gives the answer of the windowed
+/// lessons (01–04) and of the token buckets (05, 06), where a capacity times
+/// a refill interval beyond u64 nanoseconds is `TooLarge` as well.
+#[macro_export]
+macro_rules! config_tests {
+    () => {
+        #[rstest::rstest]
+        #[case::zero_limit(0, $crate::__nanos!(1_000_000_000), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_limit_is_checked_first(0, $crate::__nanos!(0), Err($crate::ConfigError::ZeroLimit), Err($crate::ConfigError::ZeroLimit))]
+        #[case::zero_limit_is_checked_before_a_period_too_large(
+            0,
+            $crate::__nanos!(u64::MAX) + $crate::__nanos!(1),
+            Err($crate::ConfigError::ZeroLimit),
+            Err($crate::ConfigError::ZeroLimit)
+        )]
+        #[case::zero_period(1, $crate::__nanos!(0), Err($crate::ConfigError::ZeroPeriod), Err($crate::ConfigError::ZeroPeriod))]
+        #[case::period_beyond_u64_nanos(
+            1,
+            $crate::__nanos!(u64::MAX) + $crate::__nanos!(1),
+            Err($crate::ConfigError::TooLarge),
+            Err($crate::ConfigError::TooLarge)
+        )]
+        #[case::limit_times_period_beyond_u64_nanos(2, $crate::__nanos!(u64::MAX / 2 + 1), Ok(()), Err($crate::ConfigError::TooLarge))]
+        #[case::limit_times_period_just_fits(2, $crate::__nanos!(u64::MAX / 2), Ok(()), Ok(()))]
+        #[case::largest_limit_of_one_second(u64::MAX, $crate::__nanos!(1_000_000_000), Ok(()), Err($crate::ConfigError::TooLarge))]
+        #[case::largest_limit_of_one_nanosecond(u64::MAX, $crate::__nanos!(1), Ok(()), Ok(()))]
+        #[case::longest_period(1, $crate::__nanos!(u64::MAX), Ok(()), Ok(()))]
+        #[case::one_nanosecond(5, $crate::__nanos!(1), Ok(()), Ok(()))]
+        fn configuration(
+            #[case] limit: u64,
+            #[case] period: ::std::time::Duration,
+            #[case] windowed: Result<(), $crate::ConfigError>,
+            #[case] bucket: Result<(), $crate::ConfigError>,
+        ) {
+            lesson().config(limit, period, windowed, bucket);
+        }
+
+        /// Every pair of a limit and a period from the edges of each fault,
+        /// so that every pair of faults that can occur together is tried.
+        #[test]
+        fn configuration_every_pair_of_faults() {
+            lesson().config_grid();
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __nanos {
+    ($n:expr) => {
+        ::std::time::Duration::from_nanos($n)
+    };
+}
+
+/// The timelines every lesson draws as snapshots (`lesson()` must be in
+/// scope), from [`crate::timeline::STANDARD`], and the comparison `cargo run --
+/// compare` asks for.
+#[macro_export]
+macro_rules! snapshot_tests {
+    () => {
+        $crate::snapshot_tests!(
+            timeline_first_look: "first_look",
+            timeline_boundary_burst: "boundary_burst",
+            timeline_burst_then_steady: "burst_then_steady",
+            timeline_two_keys: "two_keys",
+            timeline_long_idle_gap: "long_idle_gap",
+            timeline_exact_edges: "exact_edges",
+        );
+
+        /// Run by `cargo run -- compare N [TIMELINE]` (it sets `KATA_COMPARE`):
+        /// prints the learner's and the reference's answers side by side.
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            lesson().print_comparison(&::std::env::var("KATA_COMPARE").unwrap_or_default());
+        }
+    };
+    ($($test:ident: $name:literal),* $(,)?) => {
+        $(
+            #[test]
+            fn $test() {
+                lesson().standard_snapshot($name);
+            }
+        )*
+    };
+}
+
+/// The property tests every lesson runs (`lesson()` must be in scope).
+#[macro_export]
+macro_rules! property_tests {
+    () => {
+        $crate::__exact_properties!();
+
+        /// The same answers when each call comes from another OS thread.
+        #[test]
+        fn answers_do_not_depend_on_the_thread() {
+            lesson().answers_do_not_depend_on_the_thread();
+        }
+
+        /// A call's cost does not grow with the idle time before it.
+        #[test]
+        fn stays_quick_after_idle_gaps() {
+            lesson().stays_quick_after_idle_gaps(concat!(
+                module_path!(),
+                "::stays_quick_after_idle_gaps"
+            ));
+        }
+
+        /// More distinct keys than any fixed number of buckets, each its own.
+        #[test]
+        fn keeps_many_keys_apart() {
+            lesson().keeps_many_keys_apart();
+        }
+    };
+}
+
+/// The properties of answers, request by request, that every kind of
+/// limiter runs, whatever carries its state (`lesson()` must be in scope).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __exact_properties {
+    () => {
+        /// Exact agreement with the reference solution, request by request.
+        #[test]
+        fn agrees_with_reference() {
+            lesson().agrees_with_reference();
+        }
+
+        /// Exact agreement with the harness's model of the contract.
+        #[test]
+        fn agrees_with_model() {
+            lesson().agrees_with_model();
+        }
+
+        /// The lesson's limit invariant, late timestamps included.
+        #[test]
+        fn keeps_the_limit() {
+            lesson().keeps_the_limit();
+        }
+
+        /// Limits in the thousands, reached by long bursts.
+        #[test]
+        fn keeps_long_bursts() {
+            lesson().keeps_long_bursts();
+        }
+
+        /// `remaining` and `retry_after` checked by replaying the future they promise.
+        #[test]
+        fn answers_mean_what_they_say() {
+            lesson().answers_mean_what_they_say();
+        }
+
+        /// No panic and a non-zero `retry_after` up to `u64::MAX`.
+        #[test]
+        fn survives_extremes() {
+            lesson().survives_extremes();
+        }
+    };
+}
+
+/// The loom tests every concurrent lesson runs (`lesson()` must be in scope).
+#[macro_export]
+macro_rules! loom_tests {
+    () => {
+        /// The file takes its sync primitives from `super::sync` only.
+        #[test]
+        fn uses_only_the_sync_facade() {
+            lesson().uses_only_the_sync_facade();
+        }
+
+        #[test]
+        fn loom_burst_at_one_instant() {
+            lesson().loom($crate::Scenario::burst());
+        }
+
+        #[test]
+        fn loom_window_rollover() {
+            lesson().loom($crate::Scenario::rollover());
+        }
+
+        #[test]
+        fn loom_new_key() {
+            lesson().loom($crate::Scenario::new_key());
+        }
+
+        #[test]
+        fn loom_straddling_a_boundary() {
+            lesson().loom($crate::Scenario::straddle());
+        }
+
+        #[test]
+        fn loom_key_after_an_idle_gap() {
+            lesson().loom($crate::Scenario::idle_key());
+        }
+
+        #[test]
+        fn loom_units_left() {
+            lesson().loom($crate::Scenario::units_left());
+        }
+    };
+}
+
+/// The source checks of the kinds whose files take time and locks from
+/// what they are given (`lesson()` must be in scope).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __source_tests {
+    () => {
+        /// Time only from the call, the clock given or Redis; no sleeps,
+        /// threads or randomness.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        /// Locks and atomics from `super::sync`, so that a hang names its line.
+        #[test]
+        fn uses_only_the_sync_facade() {
+            lesson().uses_only_the_sync_facade();
+        }
+    };
+}

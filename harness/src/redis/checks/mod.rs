@@ -1,0 +1,202 @@
+//! The checks of the `redis-limiter` kind (lesson 08).
+//!
+//! What a `Decision` can say is checked by the checks every lesson shares,
+//! once per rule ([`RedisLesson::rule`]) and once more with three app
+//! servers taking turns over one Redis ([`RedisLesson::servers`]). What it
+//! cannot say is checked here: races between app servers (the loom
+//! scenarios, explored over the order of Redis commands by the
+//! [`proxy`](super::proxy)), the failure policy with the server paused,
+//! killed and restarted, keys and their times to live, the server's clock,
+//! and the "N app servers" drawings.
+//!
+//! One concept a file: `races` between app servers, `faults` (the
+//! failure policy and cut-off decisions), `keys` (hash tags and times to
+//! live), `clock` (the server's clock) and `draw` (the drawings); here, what
+//! lesson 08 is and how a failure shows the order of Redis commands.
+
+mod clock;
+mod draw;
+mod faults;
+mod keys;
+mod races;
+
+use std::time::Duration;
+
+use super::drive::{RedisVariant, RuleKind};
+use super::proxy::Step;
+use crate::checks::Lesson;
+use crate::drive::{Implementations, Variant};
+use crate::models::Algorithm;
+use crate::subject::Subject;
+
+/// One implementation of lesson 08: the limiter itself, and the standard
+/// variants the shared checks drive (one per [`RuleKind`], as one app
+/// server and as three).
+#[derive(Clone, Copy)]
+pub struct RedisImpl {
+    pub redis: RedisVariant,
+    pub single: [Variant; 3],
+    pub servers: [Variant; 3],
+}
+
+/// Lesson 08 with the subject `KATA_SUBJECT` selects.
+pub struct RedisLesson {
+    pub root: &'static str,
+    pub number: u32,
+    pub title: &'static str,
+    pub limiter: &'static str,
+    subject: Subject,
+    implementations: Implementations<RedisImpl>,
+    single: Vec<Lesson>,
+    servers: Vec<Lesson>,
+}
+
+/// Every call crosses a socket to a real server: the shared properties run
+/// a quarter of their cases.
+const CASE_DIVISOR: u32 = 4;
+
+impl RedisLesson {
+    pub fn new(
+        root: &'static str,
+        number: u32,
+        title: &'static str,
+        limiter: &'static str,
+        _algorithm: Algorithm,
+        implementations: Implementations<RedisImpl>,
+    ) -> RedisLesson {
+        let subject = implementations.subject_from_env(root);
+        let lessons = |pick: fn(&RedisImpl) -> [Variant; 3], how: &str| {
+            RuleKind::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| {
+                    Lesson::new(
+                        root,
+                        number,
+                        title,
+                        limiter,
+                        kind.rule(1, Duration::from_nanos(1)).algorithm(),
+                        implementations.map(|v| pick(v)[i]),
+                    )
+                    .with_fewer_cases(CASE_DIVISOR)
+                    .titled(crate::checks::leak(format!(
+                        "{title}: {}{how}",
+                        kind.name()
+                    )))
+                })
+                .collect()
+        };
+        RedisLesson {
+            root,
+            number,
+            title,
+            limiter,
+            subject,
+            single: lessons(|v| v.single, ", one app server"),
+            servers: lessons(
+                |v| v.servers,
+                ", three app servers taking requests in turn over one Redis",
+            ),
+            implementations,
+        }
+    }
+
+    /// The checks every lesson shares, for one rule and one app server.
+    pub fn rule(&self, kind: RuleKind) -> &Lesson {
+        &self.single[kind as usize]
+    }
+
+    /// The same, with three app servers taking requests in turn.
+    pub fn servers(&self, kind: RuleKind) -> &Lesson {
+        &self.servers[kind as usize]
+    }
+
+    fn tested(&self) -> RedisVariant {
+        self.implementations.pick(self.subject).redis
+    }
+
+    fn whose(&self) -> String {
+        format!("{} ({})", self.subject, self.tested().file)
+    }
+
+    fn fail(&self, what: &str, message: String) -> ! {
+        panic!(
+            "lesson {:02} ({}): {what} fails for {}.\n{message}",
+            self.number,
+            self.title,
+            self.whose()
+        )
+    }
+
+    // ------------------------------------------------------------------ source
+
+    /// The limiter reads no clock and starts no thread: time comes from the
+    /// call or from Redis's `TIME`, timeouts from the socket.
+    pub fn uses_only_its_inputs(&self) {
+        self.rule(RuleKind::FixedWindow).uses_only_its_inputs();
+    }
+
+    pub fn uses_only_the_sync_facade(&self) {
+        self.rule(RuleKind::FixedWindow).uses_only_the_sync_facade();
+    }
+
+    /// A schedule, command by command, with the line of the learner's file
+    /// that names each command where there is one.
+    fn schedule(&self, steps: &[Step]) -> String {
+        let v = self.tested();
+        let mut out = String::from("The order of Redis commands, as they reached the server:\n");
+        for s in steps {
+            let name = s.command.name();
+            let at = line_naming(v.source, &name)
+                .map(|n| format!("   ({}:{n})", v.file))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "  app server {}  {}  -> {}{at}\n",
+                s.client,
+                s.command.text(),
+                s.reply
+            ));
+        }
+        out
+    }
+}
+
+/// The first line of `source` (1-based) that names a Redis command: as a
+/// string (`"INCR"`, `cmd("GET")`), as the redis crate's method (`.incr(`),
+/// or, for a script, where it is invoked.
+pub fn line_naming(source: &str, command: &str) -> Option<usize> {
+    let lower = command.to_ascii_lowercase();
+    let mut needles = vec![
+        format!("\"{command}\""),
+        format!("\"{lower}\""),
+        format!(".{lower}("),
+    ];
+    if command.starts_with("EVAL") {
+        needles.extend([".invoke(".to_string(), ".invoke::<".to_string()]);
+    }
+    if command == "SET" {
+        needles.push(".set_ex(".into());
+        needles.push(".set_options(".into());
+    }
+    source.lines().enumerate().find_map(|(n, line)| {
+        let code = line.split("//").next().unwrap_or("");
+        needles
+            .iter()
+            .any(|w| code.contains(w.as_str()))
+            .then_some(n + 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_is_found_by_its_name_or_its_method() {
+        let src = "// GET is not this\nlet x = con.get(k);\nredis::cmd(\"INCR\")\nscript.key(k).invoke(con)";
+        assert_eq!(line_naming(src, "GET"), Some(2));
+        assert_eq!(line_naming(src, "INCR"), Some(3));
+        assert_eq!(line_naming(src, "EVALSHA"), Some(4));
+        assert_eq!(line_naming(src, "EXPIRE"), None);
+    }
+}

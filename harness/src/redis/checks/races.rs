@@ -1,0 +1,185 @@
+//! Races between app servers: the loom scenarios, explored over the order
+//! in which their Redis commands reach the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::RedisLesson;
+use crate::decision::Decision;
+use crate::redis::drive::{settings_on, Limiter, RuleKind};
+use crate::redis::proxy::Proxy;
+use crate::redis::server::RedisServer;
+use crate::render::call;
+use crate::scenarios::{compact, linearizable, linearizations, show_answers, Answers, Scenario};
+use crate::timeline::Request;
+use crate::watchdog::time_limit;
+
+/// How many orders of commands a race scenario explores at most.
+const MOST_SCHEDULES: usize = 400;
+
+/// How many times an order may pass over a server that has a command
+/// waiting (loom's default bound, for the same reason: races between a few
+/// commands need few switches).
+const PREEMPTIONS: usize = 2;
+
+impl RedisLesson {
+    /// Explores a loom scenario between app servers: each of the scenario's
+    /// threads is an instance of its own with a connection of its own, and
+    /// the proxy releases their commands in every order (up to
+    /// [`MOST_SCHEDULES`]), for each rule. The answers must be those of some
+    /// one-at-a-time order of the same calls.
+    pub fn race(&self, scenario: Scenario) {
+        for kind in RuleKind::ALL {
+            if let Err(e) = self.explore(kind, &scenario) {
+                self.fail(
+                    &format!("the race scenario \"{}\" ({})", scenario.name, kind.name()),
+                    e,
+                );
+            }
+        }
+    }
+
+    fn explore(&self, kind: RuleKind, s: &Scenario) -> Result<(), String> {
+        let server = RedisServer::shared();
+        let proxy = Proxy::start(server.addr(), s.threads.len());
+        let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
+        let allowed = linearizations(algorithm, s);
+        let build = self.tested().build;
+        let rule = kind.rule(s.config.limit, s.config.period);
+        let instances = |prefix: &str| -> Result<Vec<Arc<dyn Limiter>>, String> {
+            (0..s.threads.len())
+                .map(|i| {
+                    let mut settings = settings_on(server);
+                    settings.prefix = prefix.to_string();
+                    settings.client = crate::redis::client(&proxy.url(i)).expect("a valid URL");
+                    build(rule, settings).map_err(|e| format!("new({rule:?}) returned Err({e:?})"))
+                })
+                .collect()
+        };
+        let calls = |l: &dyn Limiter, reqs: &[Request]| -> Result<Vec<Decision>, String> {
+            reqs.iter()
+                .map(|r| {
+                    l.try_check(&r.key, r.now).map_err(|e| {
+                        format!("{} returned Err from try_check: {e}", call(&r.key, r.now))
+                    })
+                })
+                .collect()
+        };
+        // One run first, unscheduled, so that every run after it finds the
+        // scripts loaded and sends the same commands.
+        {
+            let warm = instances(&settings_on(server).prefix)?;
+            for (i, reqs) in s.threads.iter().enumerate() {
+                calls(&*warm[i], &s.before)?;
+                calls(&*warm[i], reqs)?;
+            }
+            proxy.close_all();
+        }
+        let mut replay: Vec<usize> = Vec::new();
+        for _ in 0..MOST_SCHEDULES {
+            let prefix = settings_on(server).prefix;
+            let servers = instances(&prefix)?;
+            let before = calls(&*servers[0], &s.before)?;
+            let mut trace: Vec<(usize, usize)> = Vec::new();
+            // Who went last, and how often a server with a command waiting
+            // was passed over: orders with more than PREEMPTIONS such
+            // switches are not tried (as loom bounds its own).
+            let (mut last, mut preempted) = (None::<usize>, 0);
+            let mut choose = |ready: &[usize]| {
+                // The options: the server that went last first (no switch),
+                // then the others in order.
+                let mut options: Vec<usize> = (0..ready.len()).collect();
+                if let Some(p) = last.and_then(|l| ready.iter().position(|&r| r == l)) {
+                    options.retain(|&o| o != p);
+                    options.insert(0, p);
+                    if preempted >= PREEMPTIONS {
+                        options.truncate(1);
+                    }
+                }
+                let c = if options.len() == 1 {
+                    0
+                } else {
+                    let c = replay
+                        .get(trace.len())
+                        .copied()
+                        .unwrap_or(0)
+                        .min(options.len() - 1);
+                    trace.push((c, options.len()));
+                    c
+                };
+                let pick = options[c];
+                if last.is_some_and(|l| ready.contains(&l) && ready[pick] != l) {
+                    preempted += 1;
+                }
+                last = Some(ready[pick]);
+                pick
+            };
+            let clients = s
+                .threads
+                .iter()
+                .enumerate()
+                .map(|(i, reqs)| {
+                    let (l, reqs) = (servers[i].clone(), reqs.clone());
+                    Box::new(move || calls(&*l, &reqs)) as Box<dyn FnOnce() -> _ + Send>
+                })
+                .collect();
+            let (results, steps) = proxy
+                .run(clients, &mut choose, None, time_limit())
+                .map_err(|(e, steps)| format!("{e}\n{}", self.schedule(&steps)))?;
+            let mut threads = Vec::new();
+            for (i, r) in results.into_iter().enumerate() {
+                match r {
+                    Ok(Ok(ds)) => threads.push(ds),
+                    Ok(Err(e)) | Err(e) => {
+                        return Err(format!("app server {i}: {e}\n{}", self.schedule(&steps)))
+                    }
+                }
+            }
+            let after = calls(&*servers[0], &s.after)?;
+            let got = Answers {
+                before,
+                threads,
+                after,
+            };
+            if !linearizable(algorithm, s, &got) {
+                let mut text = format!(
+                    "In this order of Redis commands the answers match no one-at-a-time order of the same calls (a {} of limit {} and period {:?}; each app server is an instance of your limiter with a connection of its own):\n{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
+                    kind.name(),
+                    s.config.limit,
+                    s.config.period,
+                    show_answers(s, &got, "app server"),
+                );
+                for a in &allowed {
+                    text.push_str(&format!("  {}\n", compact(a, "app server")));
+                }
+                text.push_str(&self.schedule(&steps));
+                text.push_str(
+                    "\nA decision that takes several commands can be cut in between by another \
+                     app server's: make it one command (a Lua script, run with EVALSHA).",
+                );
+                return Err(text);
+            }
+            drop(servers);
+            proxy.close_all();
+            // The next order: the last pick that had another option takes it.
+            loop {
+                match trace.pop() {
+                    None => return Ok(()),
+                    Some((c, n)) if c + 1 < n => {
+                        replay = trace.iter().map(|(c, _)| *c).collect();
+                        replay.push(c + 1);
+                        break;
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        // Shown with `--nocapture`: the bound was reached before every order.
+        println!(
+            "race scenario \"{}\" ({}): stopped after {MOST_SCHEDULES} orders",
+            s.name,
+            kind.name()
+        );
+        Ok(())
+    }
+}

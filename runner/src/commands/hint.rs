@@ -1,0 +1,60 @@
+//! `cargo run -- hint N [K]`: a lesson's next hint, or hint K again.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use kata_runner::runner::{self, Entry};
+
+use super::{Done, Refusal};
+
+pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
+    let text = std::fs::read_to_string(entry.text(root))
+        .map_err(|e| Refusal(format!("cannot read lessons/{}.md: {e}", entry.name)))?;
+    let all = runner::hints(&text);
+    if all.is_empty() {
+        return Err(Refusal(format!("lessons/{}.md has no hints", entry.name)));
+    }
+    let shown = runner::hints_shown(root, &entry.name);
+    let next = match which {
+        Some(k) if (1..=all.len()).contains(&k) && k > shown + 1 => {
+            return Err(Refusal(format!(
+                "you have seen {} of lesson {}'s hints; the next one is `cargo run -- hint {}`",
+                if shown == 0 {
+                    "none".to_string()
+                } else {
+                    format!("hints 1 to {shown}")
+                },
+                entry.number,
+                entry.number
+            )))
+        }
+        Some(k) if (1..=all.len()).contains(&k) => k - 1,
+        Some(k) => {
+            return Err(Refusal(format!(
+                "lesson {} has hints 1 to {}, not {k}",
+                entry.number,
+                all.len()
+            )))
+        }
+        None => shown.min(all.len() - 1),
+    };
+    let hint = &all[next];
+    println!(
+        "{} ({} of {})\n\n{}",
+        hint.title,
+        next + 1,
+        all.len(),
+        hint.text
+    );
+    if next + 1 < all.len() {
+        println!(
+            "\n(run `cargo run -- hint {}` again for the next hint; `cargo run -- hint {} K` shows hint K again)",
+            entry.number, entry.number
+        );
+    } else {
+        println!("\n(that was the last hint)");
+    }
+    runner::remember_hints_shown(root, &entry.name, shown.max(next + 1))
+        .map_err(|e| Refusal(format!("cannot remember the hints shown: {e}")))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,26 @@
+//! `cargo run -- load URL`: a running server validated under load.
+
+use std::process::ExitCode;
+
+use super::{Done, Refusal};
+
+/// `cargo run -- load URL`: the harness's load, its table and its verdict.
+pub fn load(url: &str, rate: u32, seconds: u32) -> Done {
+    let load = kata::http::load::Load::new(url, rate, seconds).map_err(Refusal)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Refusal(format!("no runtime: {e}")))?;
+    println!(
+        "sending {} requests to {url}, {rate} a second for {seconds} s ...",
+        u64::from(rate) * u64::from(seconds)
+    );
+    let report = runtime.block_on(kata::http::load::run(&load));
+    print!("{}", report.render());
+    Ok(if report.verdict().is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
