@@ -67,15 +67,27 @@ impl Kind {
         }
     }
 
-    /// As the harness's macros name it.
-    pub fn ident(self) -> &'static str {
+    /// The module of the harness (`kata`) that holds the kind: its
+    /// `variant!`, its `Lesson` and its `suite!` (see the harness's `kind`).
+    pub fn module(self) -> &'static str {
         match self {
             Kind::Limiter => "limiter",
             Kind::SharedLimiter => "shared_limiter",
-            Kind::HttpLayer => "http_layer",
-            Kind::RedisLimiter => "redis_limiter",
-            Kind::BoundedLimiter => "bounded_limiter",
+            Kind::HttpLayer => "http",
+            Kind::RedisLimiter => "redis",
+            Kind::BoundedLimiter => "memory",
         }
+    }
+
+    /// Whether its tests start a `redis-server` of their own (the runner
+    /// says so when there is none).
+    pub fn needs_redis(self) -> bool {
+        self == Kind::RedisLimiter
+    }
+
+    /// Whether `cargo run -- serve` serves a lesson of this kind.
+    pub fn serves(self) -> bool {
+        self == Kind::HttpLayer
     }
 
     /// Whether the subject is raced by the loom scenarios.
@@ -467,10 +479,10 @@ pub fn generate(catalog: &Catalog, lesson: &Lesson, applied: &Path) -> String {
         "// Written by the lessons' build script from {FILE} and the files on disk."
     );
     let _ = writeln!(code, "kata::define_lesson! {{");
+    let _ = writeln!(code, "    kind: kata::{},", lesson.kind.module());
     let _ = writeln!(code, "    number: {},", lesson.number);
     let _ = writeln!(code, "    title: {:?},", lesson.title);
-    let _ = writeln!(code, "    kind: {},", lesson.kind.ident());
-    let _ = writeln!(code, "    algorithm: {:?},", lesson.algorithm);
+    let _ = writeln!(code, "    algorithm: {},", lesson.algorithm);
     let _ = writeln!(code, "    limiter: {},", lesson.type_name);
     let _ = writeln!(code, "    learner: {},", file(&lesson.learner_file()));
     let _ = writeln!(code, "    stub: {},", file(&lesson.stub_file()));
@@ -529,7 +541,7 @@ mod tests {
             .iter()
             .all(|m| m.path.starts_with("mistakes/lesson_06/") && m.path.ends_with(".diff")));
         let code = generate(&catalog, six, &kata_root().join("target/mistakes"));
-        assert!(code.contains("kind: shared_limiter,"), "{code}");
+        assert!(code.contains("kind: kata::shared_limiter,"), "{code}");
         let first = &six.mistakes[0].name;
         assert!(
             code.contains(&format!(

@@ -16,13 +16,14 @@
 //! | `redis-limiter` | `new(rule, settings)`, `try_check` and `impl RateLimiter`, its state in Redis | [`crate::redis::drive`]: as one app server, and as three taking turns over one Redis |
 //! | `bounded-limiter` | `new(rule, bounds)`, `impl RateLimiter`, `sweep` and `keys_held` | [`crate::memory::drive`]: swept each time the clock moves on, and over loom for the races |
 //!
-//! A new kind adds a driver: an arm of [`crate::__variant!`] that compiles
-//! the learner's file and wraps its type in something that implements
-//! [`Drive`] (turning a timeline request into whatever the type takes, and
-//! its answer back into a `Decision`, panicking with a sentence when the
-//! answer is not one), an arm of [`crate::__suites!`] naming the standard
-//! checks that apply, and checks of its own for what a `Decision` cannot
-//! say. Everything else is reused.
+//! A new kind is a module of its own (see [`crate::kind`]): its
+//! `variant!` compiles the learner's file and wraps its type in a variant of
+//! its own (for the checks every limiter passes, in something that
+//! implements [`Drive`], turning a timeline request into whatever the type
+//! takes and its answer back into a `Decision`, panicking with a sentence
+//! when the answer is not one); its `Lesson` implements
+//! [`Kind`](crate::kind::Kind) and holds its checks of what a `Decision`
+//! cannot say; its `suite!` names the tests. Everything else is reused.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,11 +38,15 @@ pub trait Drive: Send {
     fn check(&mut self, key: &str, now: Timestamp) -> Decision;
 }
 
-/// Builds a subject for one configuration, on the std backend.
-pub type Build = fn(u64, Duration) -> Result<Box<dyn Drive>, ConfigError>;
+/// Builds a subject for one configuration, on the std backend. A closure,
+/// so that a kind can build the variants of one file (one per rule it is
+/// checked under) in Rust: [`Variant::of`].
+pub type Build =
+    &'static (dyn Fn(u64, Duration) -> Result<Box<dyn Drive>, ConfigError> + Send + Sync);
 
 /// Builds a shared subject on the loom backend (inside a loom model only).
-pub type BuildShared = fn(u64, Duration) -> Result<Arc<dyn RateLimiter>, ConfigError>;
+pub type BuildShared =
+    &'static (dyn Fn(u64, Duration) -> Result<Arc<dyn RateLimiter>, ConfigError> + Send + Sync);
 
 /// One implementation of a lesson compiled into its test binary.
 #[derive(Clone, Copy)]
@@ -52,6 +57,31 @@ pub struct Variant {
     pub build: Build,
     /// For kinds whose subjects are raced.
     pub build_loom: Option<BuildShared>,
+    /// How its checks must pace it.
+    pub pace: Pace,
+}
+
+/// What the shared checks must allow for in a subject: facts of how it is
+/// driven, not of any one kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pace {
+    /// Each property runs its number of cases divided by this (at least 4
+    /// cases remain): 1, or more for a subject whose every call crosses a
+    /// socket.
+    pub cases_divisor: u32,
+    /// Whether the subject keeps one clock for all its keys, answering every
+    /// call at the latest instant it was given: its properties then draw
+    /// timelines whose instants never go back
+    /// ([`Timeline::on_one_clock`](crate::timeline::Timeline::on_one_clock)).
+    pub one_clock: bool,
+}
+
+impl Pace {
+    /// In process, each key on its own clock.
+    pub const IN_PROCESS: Pace = Pace {
+        cases_divisor: 1,
+        one_clock: false,
+    };
 }
 
 impl Variant {
@@ -59,6 +89,31 @@ impl Variant {
     pub fn path(&self) -> String {
         self.file.to_string()
     }
+
+    /// A variant of `file` built at run time, for the life of the test
+    /// binary: `build` (and `build_loom`) may capture what they need.
+    pub fn of(
+        file: &'static str,
+        source: &'static str,
+        build: impl Fn(u64, Duration) -> Result<Box<dyn Drive>, ConfigError> + Send + Sync + 'static,
+        build_loom: Option<BuildShared>,
+        pace: Pace,
+    ) -> Variant {
+        Variant {
+            file,
+            source,
+            build: Box::leak(Box::new(build)),
+            build_loom,
+            pace,
+        }
+    }
+}
+
+/// A closure made once for the life of the test binary, as a loom build.
+pub fn shared(
+    build: impl Fn(u64, Duration) -> Result<Arc<dyn RateLimiter>, ConfigError> + Send + Sync + 'static,
+) -> BuildShared {
+    Box::leak(Box::new(build))
 }
 
 /// The implementations of one lesson compiled into its test binary, as

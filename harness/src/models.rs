@@ -48,21 +48,6 @@ impl Algorithm {
         }
     }
 
-    /// The algorithm `lessons/lessons.toml` names; any other name is a bug
-    /// in the catalog, reported with the names there are.
-    pub fn named(name: &str) -> Algorithm {
-        Algorithm::ALL
-            .into_iter()
-            .find(|a| a.name() == name)
-            .unwrap_or_else(|| {
-                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
-                panic!(
-                    "lessons/lessons.toml: algorithm {name:?} is not one of {}",
-                    names.join(", ")
-                )
-            })
-    }
-
     /// Whether the rule counts requests in windows (01–04) rather than
     /// tokens in a bucket (05, 06).
     pub fn windowed(self) -> bool {

@@ -32,12 +32,12 @@ impl Lesson {
             "bad example: the contract fixes exact answers only for requests that are not late \
              for their key; late requests are checked by the properties"
         );
-        let modelled = model_run(self.algorithm, &timeline);
+        let modelled = model_run(self.facts.algorithm, &timeline);
         if let Some(i) = first_difference(&modelled, &expected) {
             panic!(
                 "this example's table contradicts the kata's model at request #{} (a bug in the tests, not in your code):\n{}",
                 i + 1,
-                render_compare(self.algorithm, &timeline, ("model", "table"), &modelled, &expected, Some(i))
+                render_compare(self.facts.algorithm, &timeline, ("model", "table"), &modelled, &expected, Some(i))
             );
         }
         let tested = self.tested();
@@ -47,14 +47,14 @@ impl Lesson {
                 "{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
                 divergence(&timeline, i, &self.whose(), &got, "the contract", &expected),
                 render_compare(
-                    self.algorithm,
+                    self.facts.algorithm,
                     &timeline,
                     ("yours", "expected"),
                     &got,
                     &expected,
                     Some(i)
                 ),
-                replay(self.number, &timeline)
+                replay(self.facts.number, &timeline)
             );
         }
     }
@@ -68,18 +68,18 @@ impl Lesson {
         windowed: Result<(), ConfigError>,
         bucket: Result<(), ConfigError>,
     ) {
-        let expected = if self.algorithm.windowed() {
+        let expected = if self.facts.algorithm.windowed() {
             windowed
         } else {
             bucket
         };
         assert_eq!(
-            self.algorithm.validate(limit, period),
+            self.facts.algorithm.validate(limit, period),
             expected,
             "bad config case: the contract says otherwise"
         );
         let build = self.tested().build;
-        let shown = format!("{}::new({limit}, {period:?})", self.limiter);
+        let shown = format!("{}::new({limit}, {period:?})", self.facts.limiter);
         // The constructor and the first call are watched apart, so that a
         // failure names the one that failed.
         let built = watched(
@@ -149,7 +149,7 @@ impl Lesson {
         ];
         for limit in limits {
             for period in periods {
-                let expected = self.algorithm.validate(limit, period);
+                let expected = self.facts.algorithm.validate(limit, period);
                 self.config(limit, period, expected, expected);
             }
         }

@@ -33,7 +33,7 @@ impl Lesson {
         let build = v
             .build_loom
             .expect("loom scenarios need a lesson of kind shared-limiter");
-        if let Err(e) = crate::scenarios::explore(self.algorithm, build, scenario) {
+        if let Err(e) = crate::scenarios::explore(self.facts.algorithm, build, scenario) {
             panic!("{} ({}): {e}", self.subject(), v.path());
         }
     }

@@ -15,7 +15,8 @@ mod properties;
 mod runs;
 mod snapshots;
 
-use crate::drive::{Implementations, Variant};
+use crate::drive::{Pace, Variant};
+use crate::kind::{Facts, Kind, Subjects};
 use crate::models::Algorithm;
 use crate::subject::Subject;
 use crate::timeline::Timeline;
@@ -31,93 +32,46 @@ struct Ctx {
     baseline: Option<Variant>,
 }
 
-/// A lesson's implementations and which of them is under test.
+/// A lesson of the limiter kinds (and each rule of a kind that runs the
+/// checks every limiter passes): what the catalog says of it, and its
+/// subjects.
 pub struct Lesson {
-    /// The folder of the package whose tests these are (snapshots live in
-    /// its `tests/snapshots`).
-    pub root: &'static str,
-    pub number: u32,
-    pub title: &'static str,
-    /// The learner-facing type, for messages (`ConcurrentFixedWindow`).
-    pub limiter: &'static str,
-    pub algorithm: Algorithm,
-    subject: Subject,
-    implementations: Implementations,
-    /// Each property runs its number of cases divided by this (at least
-    /// 4): 1, or more for subjects whose every call crosses a socket.
-    divisor: u32,
-    /// Whether the subject keeps one clock for all its keys (lesson 09):
-    /// its properties then draw timelines whose instants never go back.
-    one_clock: bool,
+    pub facts: Facts,
+    subjects: Subjects<Variant>,
 }
 
-/// A text made once for the life of the test binary (a lesson's title for
-/// one of its rules).
-pub fn leak(text: String) -> &'static str {
-    Box::leak(text.into_boxed_str())
+impl Kind for Lesson {
+    type Variant = Variant;
+
+    fn new(facts: Facts, subjects: Subjects<Variant>) -> Lesson {
+        Lesson { facts, subjects }
+    }
 }
 
 impl Lesson {
-    pub fn new(
-        root: &'static str,
-        number: u32,
-        title: &'static str,
-        limiter: &'static str,
-        algorithm: Algorithm,
-        implementations: Implementations,
-    ) -> Lesson {
-        let subject = implementations.subject_from_env(root);
-        Lesson {
-            root,
-            number,
-            title,
-            limiter,
-            algorithm,
-            subject,
-            implementations,
-            divisor: 1,
-            one_clock: false,
-        }
-    }
-
-    /// The same lesson under another title (in every failure's first line).
-    pub fn titled(mut self, title: &'static str) -> Lesson {
-        self.title = title;
-        self
-    }
-
-    /// The same lesson for a subject that answers every call at the latest
-    /// instant it was given, whatever the key (lesson 09): every generated
-    /// timeline is put on one clock ([`Timeline::on_one_clock`]).
-    pub fn on_one_clock(mut self) -> Lesson {
-        self.one_clock = true;
-        self
-    }
-
-    /// The same lesson with each property's cases divided by `divisor`.
-    pub fn with_fewer_cases(mut self, divisor: u32) -> Lesson {
-        self.divisor = divisor.max(1);
-        self
-    }
-
     /// The subject under test (`KATA_SUBJECT`; an invalid one stops the
     /// test binary when the lesson is first built).
     pub fn subject(&self) -> Subject {
-        self.subject
+        self.subjects.subject
     }
 
     /// The implementation under test.
     pub fn tested(&self) -> Variant {
-        self.implementations.pick(self.subject())
+        self.subjects.tested()
+    }
+
+    /// How the checks must pace the lesson's subjects.
+    fn pace(&self) -> Pace {
+        self.subjects.implementations.reference.pace
     }
 
     fn ctx(&self) -> Ctx {
         Ctx {
-            algorithm: self.algorithm,
+            algorithm: self.facts.algorithm,
             subject: self.subject(),
             tested: self.tested(),
-            reference: self.implementations.reference,
-            baseline: self.implementations.baseline.map(|(_, v)| v),
+            reference: self.subjects.reference(),
+            baseline: self.subjects.implementations.baseline.map(|(_, v)| v),
         }
     }
 

@@ -40,6 +40,7 @@ impl Lesson {
     /// lesson's reference that implements the same contract another way.
     pub fn agrees_with_baseline(&self) {
         let (name, _) = self
+            .subjects
             .implementations
             .baseline
             .expect("agrees_with_baseline needs a `baseline` in lessons/lessons.toml");
@@ -165,12 +166,12 @@ impl Lesson {
             if let Some(j) = first_difference(&alone_got, &alone_want) {
                 panic!(
                     "lesson {:02} ({}): {} answers a key wrongly on its own.\nminimal timeline: {alone:?}\n\n{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
-                    self.number,
-                    self.title,
+                    self.facts.number,
+                    self.facts.title,
                     self.whose(),
                     divergence(&alone, j, &self.whose(), &alone_got, "the contract", &alone_want),
                     render_compare(ctx.algorithm, &alone, ("yours", "contract"), &alone_got, &alone_want, Some(j)),
-                    replay(self.number, &alone)
+                    replay(self.facts.number, &alone)
                 );
             }
             // The smallest timeline that shows it: the key that went wrong and
@@ -195,8 +196,8 @@ impl Lesson {
                  keys, more than any fixed number of buckets, two of them share state. Keep \
                  state per key (the whole key, as it was given), not per bucket of a hash.\n\
                  minimal timeline: {t:?}\n\n{}\n\n{}\nreplay it beside the reference's answers:\n  {}",
-                self.number,
-                self.title,
+                self.facts.number,
+                self.facts.title,
                 self.whose(),
                 MANY_KEYS,
                 divergence(&t, j, &self.whose(), &got, "the contract", &want),
@@ -208,7 +209,7 @@ impl Lesson {
                     &want,
                     Some(j)
                 ),
-                replay(self.number, &t)
+                replay(self.facts.number, &t)
             );
         }
     }
@@ -261,11 +262,11 @@ impl Lesson {
                      call must not grow with how long the key was idle: compute the current {} \
                      directly (a division, a subtraction) instead of stepping through every one \
                      that went by.",
-                    self.algorithm.period_name(),
+                    self.facts.algorithm.period_name(),
                     self.whose(),
-                    self.algorithm.period_name(),
+                    self.facts.algorithm.period_name(),
                     limit.as_secs(),
-                    self.algorithm.period_name()
+                    self.facts.algorithm.period_name()
                 )
             }
         }
@@ -308,14 +309,14 @@ impl Lesson {
         let ctx = self.ctx();
         // Each step of a long timeline replays thousands of requests.
         let shrink = if shape == Shape::Long { 16 } else { 4096 };
-        let strategy = timelines(self.algorithm, shape);
-        let strategy = match self.one_clock {
+        let strategy = timelines(self.facts.algorithm, shape);
+        let strategy = match self.pace().one_clock {
             true => strategy.prop_map(|t| t.on_one_clock()).boxed(),
             false => strategy,
         };
         let result = run_cases(
             ctx.subject,
-            (cases / self.divisor).max(4),
+            (cases / self.pace().cases_divisor).max(4),
             shrink,
             &strategy,
             nth_request,
@@ -334,8 +335,8 @@ impl Lesson {
             Ok(()) => {}
             Err(TestError::Fail(reason, timeline)) => panic!(
                 "lesson {:02} ({}): property \"{name}\" fails for {} ({shape:?} timelines).\n{}: {timeline:?}\n\n{reason}\n\nreplay it beside the reference's answers:\n  {}",
-                self.number,
-                self.title,
+                self.facts.number,
+                self.facts.title,
                 self.whose(),
                 if hung {
                     "timeline (not shrunk: it hung, and a hang is not run again)"
@@ -347,7 +348,7 @@ impl Lesson {
                      from a new OS thread, and only that shows state kept per thread)"
                         .to_string()
                 } else {
-                    replay(self.number, &timeline)
+                    replay(self.facts.number, &timeline)
                 }
             ),
             Err(TestError::Abort(reason)) => panic!("property \"{name}\" could not run: {reason}"),

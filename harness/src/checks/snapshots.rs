@@ -40,10 +40,7 @@ impl Lesson {
             ),
             None => {}
         }
-        let reference = self.unwrap(
-            &timeline,
-            run_watched(self.implementations.reference, &timeline),
-        );
+        let reference = self.unwrap(&timeline, run_watched(self.subjects.reference(), &timeline));
         let (yours, stop) = run_partial(self.tested(), &timeline);
         // Only answers the contract fixes exactly are marked: a late request,
         // or one past the exact horizon, may be answered more than one way.
@@ -53,14 +50,14 @@ impl Lesson {
             None => (0..timeline.requests.len()).find(|&i| {
                 let now = timeline.requests[i].now.as_nanos();
                 placed[i] == now
-                    && self.algorithm.exact_at(&timeline.config, now)
+                    && self.facts.algorithm.exact_at(&timeline.config, now)
                     && yours.get(i) != reference.get(i)
             }),
         };
         println!(
             "{}",
             render_compare(
-                self.algorithm,
+                self.facts.algorithm,
                 &timeline,
                 ("yours", "reference"),
                 &yours,
@@ -93,7 +90,7 @@ impl Lesson {
             None => println!(
                 "no difference on this timeline: your answers are the reference's here. (Other \
                  timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
-                self.number
+                self.facts.number
             ),
         }
     }
@@ -105,15 +102,13 @@ impl Lesson {
     pub fn snapshot(&self, name: &str, limit: u64, period_nanos: u64, requests: &str) {
         let timeline = Timeline::parse(Config::new(limit, period_nanos), requests)
             .unwrap_or_else(|e| panic!("bad snapshot timeline: {e}"));
-        let draw = |d: &[Decision]| render(self.algorithm, &timeline, d);
-        let contract = draw(&model_run(self.algorithm, &timeline));
-        let reference = draw(&self.unwrap(
-            &timeline,
-            run_watched(self.implementations.reference, &timeline),
-        ));
+        let draw = |d: &[Decision]| render(self.facts.algorithm, &timeline, d);
+        let contract = draw(&model_run(self.facts.algorithm, &timeline));
+        let reference =
+            draw(&self.unwrap(&timeline, run_watched(self.subjects.reference(), &timeline)));
         let tested = draw(&self.unwrap(&timeline, run_watched(self.tested(), &timeline)));
         assert_snapshot(
-            (self.root, self.number, name),
+            (self.facts.root, self.facts.number, name),
             &format!("{timeline:?}"),
             [&tested, &reference, &contract],
             &self.whose(),

@@ -38,6 +38,13 @@ pub mod load;
 pub mod model;
 pub mod serve;
 mod suite;
+mod variant;
+
+// The kind, as the code the build script writes uses it (see `crate::kind`).
+pub use crate::__http_variant as variant;
+pub use crate::http_tests as suite;
+/// A lesson of this kind.
+pub type Lesson = checks::HttpLesson;
 
 /// The problem type of the IETF httpapi draft (revision 10) for a request
 /// that exceeded its quota.

@@ -23,16 +23,20 @@ macro_rules! lesson {
 }
 
 /// What the lessons' build script writes for one lesson (see [`lesson!`]).
-/// Each file is given twice: as learners see it, relative to the kata's
-/// root, and as the compiler finds it.
+/// `kind` is the module of the harness that holds the lesson's kind (see
+/// [`crate::kind`]): its `variant!` compiles each file, its `Lesson` is
+/// built from the facts and the subjects, its `suite!` names the checks.
+/// `algorithm` names a variant of [`Algorithm`](crate::models::Algorithm),
+/// so a wrong one does not compile. Each file is given twice: as learners
+/// see it, relative to the kata's root, and as the compiler finds it.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! define_lesson {
     (
+        kind: $krate:ident :: $kind:ident,
         number: $number:literal,
         title: $title:literal,
-        kind: $kind:ident,
-        algorithm: $algorithm:literal,
+        algorithm: $algorithm:ident,
         limiter: $limiter:ident,
         learner: [$learner_path:literal, $learner:literal],
         stub: [$stub_path:literal, $stub:literal],
@@ -44,36 +48,41 @@ macro_rules! define_lesson {
             test: $baseline_test:ident $(,)?
         })? $(,)?
     ) => {
-        $( $crate::__variant!(limiter, baseline, $baseline_path, $baseline_file, $baseline_limiter); )?
-        $crate::__variant!($kind, learner, $learner_path, $learner, $limiter);
-        $crate::__variant!($kind, stub, $stub_path, $stub, $limiter);
-        $crate::__variant!($kind, reference, $reference_path, $reference, $limiter);
-        $( $crate::__variant!($kind, $mistake, $mistake_path, $mistake_file, $limiter); )*
-        $( $crate::__variant!($kind, $alternative, $alternative_path, $alternative_file, $limiter); )*
+        $( $crate::limiter::variant!(baseline, $baseline_path, $baseline_file, $baseline_limiter); )?
+        $krate::$kind::variant!(learner, $learner_path, $learner, $limiter);
+        $krate::$kind::variant!(stub, $stub_path, $stub, $limiter);
+        $krate::$kind::variant!(reference, $reference_path, $reference, $limiter);
+        $( $krate::$kind::variant!($mistake, $mistake_path, $mistake_file, $limiter); )*
+        $( $krate::$kind::variant!($alternative, $alternative_path, $alternative_file, $limiter); )*
 
         /// This lesson, with the subject `KATA_SUBJECT` selects.
-        fn lesson() -> &'static $crate::__lesson_type!($kind) {
-            static LESSON: ::std::sync::OnceLock<$crate::__lesson_type!($kind)> = ::std::sync::OnceLock::new();
+        fn lesson() -> &'static $krate::$kind::Lesson {
+            static LESSON: ::std::sync::OnceLock<$krate::$kind::Lesson> = ::std::sync::OnceLock::new();
             LESSON.get_or_init(|| {
-                <$crate::__lesson_type!($kind)>::new(
-                    env!("CARGO_MANIFEST_DIR"),
-                    $number,
-                    $title,
-                    stringify!($limiter),
-                    $crate::models::Algorithm::named($algorithm),
-                    $crate::drive::Implementations {
-                        learner: learner::VARIANT,
-                        stub: stub::VARIANT,
-                        reference: reference::VARIANT,
-                        mistakes: vec![$((stringify!($mistake), $mistake::VARIANT)),*],
-                        alternatives: vec![$((stringify!($alternative), $alternative::VARIANT)),*],
-                        baseline: None $(.or(Some((stringify!($baseline_limiter), baseline::VARIANT))))?,
+                $crate::kind::Kind::new(
+                    $crate::kind::Facts {
+                        root: env!("CARGO_MANIFEST_DIR"),
+                        number: $number,
+                        title: $title,
+                        limiter: stringify!($limiter),
+                        algorithm: $crate::models::Algorithm::$algorithm,
                     },
+                    $crate::kind::Subjects::new(
+                        env!("CARGO_MANIFEST_DIR"),
+                        $crate::drive::Implementations {
+                            learner: learner::VARIANT,
+                            stub: stub::VARIANT,
+                            reference: reference::VARIANT,
+                            mistakes: vec![$((stringify!($mistake), $mistake::VARIANT)),*],
+                            alternatives: vec![$((stringify!($alternative), $alternative::VARIANT)),*],
+                            baseline: None $(.or(Some((stringify!($baseline_limiter), baseline::VARIANT))))?,
+                        },
+                    ),
                 )
             })
         }
 
-        $crate::__suites!($kind);
+        $krate::$kind::suite!();
 
         $(
             /// This lesson keeps another lesson's contract another way: on
@@ -84,26 +93,5 @@ macro_rules! define_lesson {
                 lesson().agrees_with_baseline();
             }
         )?
-    };
-}
-
-/// The type that holds a lesson of each kind and runs its checks.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __lesson_type {
-    (limiter) => {
-        $crate::Lesson
-    };
-    (shared_limiter) => {
-        $crate::Lesson
-    };
-    (http_layer) => {
-        $crate::http::checks::HttpLesson
-    };
-    (redis_limiter) => {
-        $crate::redis::checks::RedisLesson
-    };
-    (bounded_limiter) => {
-        $crate::memory::checks::BoundedLesson
     };
 }

@@ -1,36 +1,6 @@
-//! The standard tests of each kind (`__suites!`), and those the kinds of
-//! limiter share: constructor cases, properties, snapshots, loom scenarios
-//! and source checks.
-
-/// The standard checks of each kind of subject.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __suites {
-    (limiter) => {
-        /// The answers depend only on the configuration and the calls.
-        #[test]
-        fn uses_only_its_inputs() {
-            lesson().uses_only_its_inputs();
-        }
-
-        $crate::config_tests!();
-        $crate::property_tests!();
-        $crate::snapshot_tests!();
-    };
-    (shared_limiter) => {
-        $crate::__suites!(limiter);
-        $crate::loom_tests!();
-    };
-    (http_layer) => {
-        $crate::http_tests!();
-    };
-    (redis_limiter) => {
-        $crate::redis_tests!();
-    };
-    (bounded_limiter) => {
-        $crate::bounded_tests!();
-    };
-}
+//! The tests the kinds of limiter share: constructor cases, properties,
+//! snapshots, loom scenarios and source checks. Each kind's `suite!` (in
+//! its folder) names those that apply to it.
 
 /// The constructor cases every lesson shares, as an rstest table (`lesson()`
 /// must be in scope): each `ConfigError` in the contract's order, and the

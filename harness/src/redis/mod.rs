@@ -19,6 +19,13 @@ pub mod drive;
 pub mod proxy;
 pub mod server;
 mod suite;
+mod variant;
+
+// The kind, as the code the build script writes uses it (see `crate::kind`).
+pub use crate::__redis_variant as variant;
+pub use crate::redis_tests as suite;
+/// A lesson of this kind.
+pub type Lesson = checks::RedisLesson;
 
 /// The error a Redis limiter's `try_check` returns: the redis crate's.
 pub use ::redis::RedisError;

@@ -78,7 +78,7 @@ pub fn find(lessons: &[Entry], number: u32) -> Result<&Entry, Refusal> {
 }
 
 pub fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
-    if entry.kind == kata_catalog::Kind::RedisLimiter && !on_path(&kata::redis::server::program()) {
+    if entry.kind.needs_redis() && !on_path(&kata::redis::server::program()) {
         eprintln!("{}\n", kata::redis::server::INSTALL);
     }
     let outcome = suite::run(root, &entry.name, "learner");

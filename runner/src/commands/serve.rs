@@ -12,7 +12,7 @@ use super::{exit_code, Done, Refusal};
 pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
     let entry = lessons
         .iter()
-        .find(|e| e.kind == kata_catalog::Kind::HttpLayer)
+        .find(|e| e.kind.serves())
         .ok_or_else(|| Refusal("no lesson of this kata is an HTTP layer".into()))?;
     let subject = if reference { "reference" } else { "learner" };
     println!(

@@ -27,6 +27,6 @@ impl HttpLesson {
 
     /// The workshop's demo server (`cargo run -- serve`).
     pub fn demo(&self, port: u16) {
-        crate::http::serve::demo(self.tested(), self.algorithm, port);
+        crate::http::serve::demo(self.tested(), self.facts.algorithm, port);
     }
 }

@@ -25,7 +25,7 @@ impl HttpLesson {
             timeline.calls.len(),
             "bad example: one answer per request"
         );
-        let model: Vec<String> = contract(self.algorithm, &timeline)
+        let model: Vec<String> = contract(self.facts.algorithm, &timeline)
             .iter()
             .map(|(keyed, e)| short(&keyed.key, e))
             .collect();
@@ -42,7 +42,7 @@ impl HttpLesson {
             panic!(
                 "{} fails this example:\n{e}\n\nreplay it beside the reference:\n  {}",
                 self.whose(),
-                replay(self.number, &timeline)
+                replay(self.facts.number, &timeline)
             );
         }
     }
@@ -64,7 +64,7 @@ impl HttpLesson {
             "bad policy case: the contract says otherwise"
         );
         let tested = self.tested();
-        let algorithm = self.algorithm;
+        let algorithm = self.facts.algorithm;
         let shown =
             format!("RateLimitLayer::new(…, Policy::new({name:?}, {quota}, {window:?}), …)");
         let got = watched(

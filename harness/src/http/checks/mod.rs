@@ -18,21 +18,16 @@ pub use verdict::{contract, judge};
 
 use super::drive::HttpVariant;
 use super::exchange::HttpTimeline;
-use crate::drive::Implementations;
+use crate::kind::{Facts, Kind, Subjects};
 use crate::models::Algorithm;
 use crate::subject::Subject;
 use crate::watchdog::{time_limit, watched, Stop};
 
-/// Lesson 07 and which of its implementations is under test.
+/// Lesson 07: what the catalog says of it (its algorithm is the rule of
+/// the limiter behind the layer in the checks), and its subjects.
 pub struct HttpLesson {
-    pub root: &'static str,
-    pub number: u32,
-    pub title: &'static str,
-    pub layer: &'static str,
-    /// The rule of the limiter behind the layer in the checks.
-    pub algorithm: Algorithm,
-    subject: Subject,
-    implementations: Implementations<HttpVariant>,
+    pub facts: Facts,
+    subjects: Subjects<HttpVariant>,
 }
 
 #[derive(Clone, Copy)]
@@ -43,46 +38,34 @@ struct Ctx {
     reference: HttpVariant,
 }
 
-impl HttpLesson {
-    pub fn new(
-        root: &'static str,
-        number: u32,
-        title: &'static str,
-        layer: &'static str,
-        algorithm: Algorithm,
-        implementations: Implementations<HttpVariant>,
-    ) -> HttpLesson {
-        let subject = implementations.subject_from_env(root);
-        HttpLesson {
-            root,
-            number,
-            title,
-            layer,
-            algorithm,
-            subject,
-            implementations,
-        }
-    }
+impl Kind for HttpLesson {
+    type Variant = HttpVariant;
 
+    fn new(facts: Facts, subjects: Subjects<HttpVariant>) -> HttpLesson {
+        HttpLesson { facts, subjects }
+    }
+}
+
+impl HttpLesson {
     pub fn subject(&self) -> Subject {
-        self.subject
+        self.subjects.subject
     }
 
     pub fn tested(&self) -> HttpVariant {
-        self.implementations.pick(self.subject)
+        self.subjects.tested()
     }
 
     fn ctx(&self) -> Ctx {
         Ctx {
-            algorithm: self.algorithm,
-            subject: self.subject,
+            algorithm: self.facts.algorithm,
+            subject: self.subject(),
             tested: self.tested(),
-            reference: self.implementations.reference,
+            reference: self.subjects.reference(),
         }
     }
 
     fn whose(&self) -> String {
-        match self.subject {
+        match self.subject() {
             Subject::Learner => format!("your layer ({})", self.tested().path()),
             other => format!("{other} ({})", self.tested().path()),
         }

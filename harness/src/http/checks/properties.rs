@@ -90,11 +90,11 @@ impl HttpLesson {
             );
             panic!(
                 "lesson {:02} ({}): property \"keys cannot be forged\" fails for {}.\nsmallest timeline found (with the forged parts): {:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
-                self.number,
-                self.title,
+                self.facts.number,
+                self.facts.title,
                 self.whose(),
                 case.forged,
-                replay(self.number, &case.forged)
+                replay(self.facts.number, &case.forged)
             );
         }
     }
@@ -189,10 +189,10 @@ impl HttpLesson {
                 let (reason, timeline) = minimize(ctx, check, reason, timeline);
                 panic!(
                     "lesson {:02} ({}): property \"{name}\" fails for {}.\nsmallest timeline found: {timeline:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
-                    self.number,
-                    self.title,
+                    self.facts.number,
+                    self.facts.title,
                     self.whose(),
-                    replay(self.number, &timeline)
+                    replay(self.facts.number, &timeline)
                 )
             }
         }

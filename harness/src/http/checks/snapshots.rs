@@ -32,11 +32,11 @@ impl HttpLesson {
                 Err(e) => panic!("{}: {e}", self.whose()),
             }
         };
-        let contract = model_transcript(self.algorithm, &timeline);
-        let reference = draw(self.implementations.reference);
+        let contract = model_transcript(self.facts.algorithm, &timeline);
+        let reference = draw(self.subjects.reference());
         let tested = draw(self.tested());
         crate::snapshot::assert_snapshot(
-            (self.root, self.number, name),
+            (self.facts.root, self.facts.number, name),
             &format!("{timeline:?}"),
             [&tested, &reference, &contract],
             &self.whose(),
@@ -63,7 +63,7 @@ impl HttpLesson {
             let t2 = t.clone();
             self.watched_stop(t, move || run(v, ctx.algorithm, &t2).map(|r| r.answers))
         };
-        let reference = answers(self.implementations.reference, &timeline)
+        let reference = answers(self.subjects.reference(), &timeline)
             .unwrap_or_else(|e| panic!("the reference: {}", e.text()));
         let (yours, stop) = match answers(self.tested(), &timeline) {
             Ok(a) => (a, None),
@@ -127,7 +127,7 @@ impl HttpLesson {
             None => println!(
                 "\nno difference on this timeline: your answers are the reference's here. (Other \
                  timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
-                self.number
+                self.facts.number
             ),
         }
     }

@@ -26,91 +26,87 @@ pub use case::{parse_steps, Case, Step};
 
 use std::time::Duration;
 
-use super::drive::{BoundedVariant, RuleKind};
+use std::sync::Arc;
+
+use super::drive::{roomy, swept, AsLimiter, BoundedVariant, RuleKind};
 use crate::checks::Lesson;
-use crate::drive::{Implementations, Variant};
-use crate::models::Algorithm;
-use crate::subject::Subject;
+use crate::decision::RateLimiter;
+use crate::drive::{shared, Pace, Variant};
+use crate::kind::{Facts, Kind, Subjects};
 use crate::watchdog::time_limit;
 use case::{judge, nth_step, subject_run, Seen};
 
-/// One implementation of lesson 09: the limiter itself, and the standard
-/// variants the shared checks drive (one per [`RuleKind`]).
-#[derive(Clone, Copy)]
-pub struct BoundedImpl {
-    pub bounded: BoundedVariant,
-    pub rules: [Variant; 2],
-}
-
-/// Lesson 09 with the subject `KATA_SUBJECT` selects.
+/// Lesson 09: what the catalog says of it, its subjects, and the lessons
+/// of the checks every limiter passes, one per [`RuleKind`].
 pub struct BoundedLesson {
-    pub root: &'static str,
-    pub number: u32,
-    pub title: &'static str,
-    pub limiter: &'static str,
-    subject: Subject,
-    implementations: Implementations<BoundedImpl>,
+    pub facts: Facts,
+    subjects: Subjects<BoundedVariant>,
     rules: Vec<Lesson>,
 }
 
-impl BoundedLesson {
-    pub fn new(
-        root: &'static str,
-        number: u32,
-        title: &'static str,
-        limiter: &'static str,
-        _algorithm: Algorithm,
-        implementations: Implementations<BoundedImpl>,
-    ) -> BoundedLesson {
-        let subject = implementations.subject_from_env(root);
+/// A subject that answers every call at the latest instant it was given,
+/// whatever the key: every generated timeline is put on one clock.
+const PACE: Pace = Pace {
+    cases_divisor: 1,
+    one_clock: true,
+};
+
+impl Kind for BoundedLesson {
+    type Variant = BoundedVariant;
+
+    fn new(facts: Facts, subjects: Subjects<BoundedVariant>) -> BoundedLesson {
         let rules = RuleKind::ALL
             .iter()
-            .enumerate()
-            .map(|(i, kind)| {
-                Lesson::new(
-                    root,
-                    number,
-                    title,
-                    limiter,
-                    kind.rule(1, Duration::from_nanos(1)).algorithm(),
-                    implementations.map(|v| v.rules[i]),
-                )
-                .on_one_clock()
-                .titled(crate::checks::leak(format!(
-                    "{title}: {}, swept whenever the clock moves on",
-                    kind.name()
-                )))
+            .map(|&kind| {
+                let rule = facts
+                    .titled(format!(
+                        "{}: {}, swept whenever the clock moves on",
+                        facts.title,
+                        kind.name()
+                    ))
+                    .following(kind.rule(1, Duration::from_nanos(1)).algorithm());
+                let variants = subjects.map(|&v: &BoundedVariant| {
+                    Variant::of(
+                        v.file,
+                        v.source,
+                        move |limit, period| swept(v, kind, limit, period),
+                        Some(shared(move |limit, period| {
+                            (v.build_loom)(kind.rule(limit, period), roomy())
+                                .map(|l| Arc::new(AsLimiter(l)) as Arc<dyn RateLimiter>)
+                        })),
+                        PACE,
+                    )
+                });
+                Lesson::new(rule, variants)
             })
             .collect();
         BoundedLesson {
-            root,
-            number,
-            title,
-            limiter,
-            subject,
-            implementations,
+            facts,
+            subjects,
             rules,
         }
     }
+}
 
+impl BoundedLesson {
     /// The checks every lesson shares, for one rule.
     pub fn rule(&self, kind: RuleKind) -> &Lesson {
         &self.rules[kind as usize]
     }
 
     fn tested(&self) -> BoundedVariant {
-        self.implementations.pick(self.subject).bounded
+        self.subjects.tested()
     }
 
     fn whose(&self) -> String {
-        format!("{} ({})", self.subject, self.tested().file)
+        format!("{} ({})", self.subjects.subject, self.tested().file)
     }
 
     fn fail(&self, what: &str, message: String) -> ! {
         panic!(
             "lesson {:02} ({}): {what} fails for {}.\n{message}",
-            self.number,
-            self.title,
+            self.facts.number,
+            self.facts.title,
             self.whose()
         )
     }
@@ -158,6 +154,6 @@ impl BoundedLesson {
     }
 }
 
-fn kind_algorithm(kind: RuleKind) -> Algorithm {
+fn kind_algorithm(kind: RuleKind) -> crate::models::Algorithm {
     kind.rule(1, Duration::from_nanos(1)).algorithm()
 }

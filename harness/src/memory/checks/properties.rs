@@ -109,9 +109,14 @@ impl BoundedLesson {
     fn property(&self, name: &str, strategy: &impl Strategy<Value = Case>) {
         let v = self.tested();
         let cases = 128;
-        let result = run_cases(self.subject, cases, 2048, strategy, nth_step, move |case| {
-            compare_run(v, case)
-        });
+        let result = run_cases(
+            self.subjects.subject,
+            cases,
+            2048,
+            strategy,
+            nth_step,
+            move |case| compare_run(v, case),
+        );
         if let Err(failed) = result {
             self.fail(
                 &format!("property \"{name}\""),

@@ -30,10 +30,10 @@ impl BoundedLesson {
                 Err(stop) => self.fail("the store's drawing", stop.text().to_string()),
             }
         };
-        let reference = run(self.implementations.reference.bounded);
+        let reference = run(self.subjects.reference());
         let tested = run(self.tested());
         assert_snapshot(
-            (self.root, self.number, "store_under_pressure"),
+            (self.facts.root, self.facts.number, "store_under_pressure"),
             &format!("{case:?}"),
             [&tested, &reference, &contract],
             &self.whose(),
@@ -76,10 +76,7 @@ impl BoundedLesson {
                 Err(stop) => format!("(no drawing: {})", stop.text()),
             }
         };
-        let (yours, theirs) = (
-            run(self.tested()),
-            run(self.implementations.reference.bounded),
-        );
+        let (yours, theirs) = (run(self.tested()), run(self.subjects.reference()));
         println!(
             "yours ({}):\n{yours}\nthe reference's:\n{theirs}",
             self.tested().file

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use super::{RedisImpl, RedisLesson};
+use super::RedisLesson;
 use crate::decision::Decision;
 use crate::models::Algorithm;
+use crate::redis::drive::{servers, RedisVariant};
 use crate::redis::drive::{RuleKind, SERVERS};
 use crate::snapshot::assert_snapshot;
 use crate::timeline::{Config, Request, Timeline};
@@ -25,8 +26,8 @@ impl RedisLesson {
         let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
         let in_memory = round_robin_in_memory(algorithm, &timeline);
         let contract = crate::models::model_run(algorithm, &timeline);
-        let run = |v: RedisImpl| -> Vec<Decision> {
-            let mut d = (v.servers[kind as usize].build)(limit, timeline.config.period)
+        let run = |v: RedisVariant| -> Vec<Decision> {
+            let mut d = servers(v, kind, limit, timeline.config.period)
                 .unwrap_or_else(|e| panic!("new returned Err({e:?})"));
             timeline
                 .requests
@@ -34,8 +35,8 @@ impl RedisLesson {
                 .map(|r| d.check(&r.key, r.now))
                 .collect()
         };
-        let tested = run(self.implementations.pick(self.subject));
-        let reference = run(self.implementations.reference);
+        let tested = run(self.subjects.tested());
+        let reference = run(self.subjects.reference());
         let draw = |shared: &[Decision]| draw_three_servers(kind, &timeline, &in_memory, shared);
         let name = match kind {
             RuleKind::FixedWindow => "three_servers_fixed_window",
@@ -43,7 +44,7 @@ impl RedisLesson {
             RuleKind::Gcra => "three_servers_gcra",
         };
         assert_snapshot(
-            (self.root, self.number, name),
+            (self.facts.root, self.facts.number, name),
             &format!(
                 "Three app servers behind a round robin, 16 requests a second: in-memory {}s against one {} on Redis",
                 kind.name(),

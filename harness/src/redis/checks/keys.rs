@@ -34,7 +34,7 @@ impl RedisLesson {
             let build = self.tested().build;
             let (server, proxy) = (server.clone(), proxy.clone());
             let result = run_cases(
-                self.subject,
+                self.subjects.subject,
                 24,
                 1024,
                 &strategy,

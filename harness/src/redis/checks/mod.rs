@@ -22,85 +22,69 @@ mod races;
 
 use std::time::Duration;
 
-use super::drive::{RedisVariant, RuleKind};
+use super::drive::{servers, single, RedisVariant, RuleKind};
 use super::proxy::Step;
 use crate::checks::Lesson;
-use crate::drive::{Implementations, Variant};
-use crate::models::Algorithm;
-use crate::subject::Subject;
+use crate::decision::ConfigError;
+use crate::drive::{Drive, Pace, Variant};
+use crate::kind::{Facts, Kind, Subjects};
 
-/// One implementation of lesson 08: the limiter itself, and the standard
-/// variants the shared checks drive (one per [`RuleKind`], as one app
-/// server and as three).
-#[derive(Clone, Copy)]
-pub struct RedisImpl {
-    pub redis: RedisVariant,
-    pub single: [Variant; 3],
-    pub servers: [Variant; 3],
-}
-
-/// Lesson 08 with the subject `KATA_SUBJECT` selects.
+/// Lesson 08: what the catalog says of it, its subjects, and the lessons
+/// of the checks every limiter passes, one per [`RuleKind`], as one app
+/// server and as three.
 pub struct RedisLesson {
-    pub root: &'static str,
-    pub number: u32,
-    pub title: &'static str,
-    pub limiter: &'static str,
-    subject: Subject,
-    implementations: Implementations<RedisImpl>,
+    pub facts: Facts,
+    subjects: Subjects<RedisVariant>,
     single: Vec<Lesson>,
     servers: Vec<Lesson>,
 }
 
 /// Every call crosses a socket to a real server: the shared properties run
 /// a quarter of their cases.
-const CASE_DIVISOR: u32 = 4;
+const PACE: Pace = Pace {
+    cases_divisor: 4,
+    one_clock: false,
+};
 
-impl RedisLesson {
-    pub fn new(
-        root: &'static str,
-        number: u32,
-        title: &'static str,
-        limiter: &'static str,
-        _algorithm: Algorithm,
-        implementations: Implementations<RedisImpl>,
-    ) -> RedisLesson {
-        let subject = implementations.subject_from_env(root);
-        let lessons = |pick: fn(&RedisImpl) -> [Variant; 3], how: &str| {
+impl Kind for RedisLesson {
+    type Variant = RedisVariant;
+
+    fn new(facts: Facts, subjects: Subjects<RedisVariant>) -> RedisLesson {
+        type Arrange =
+            fn(RedisVariant, RuleKind, u64, Duration) -> Result<Box<dyn Drive>, ConfigError>;
+        let lessons = |arrange: Arrange, how: &str| -> Vec<Lesson> {
             RuleKind::ALL
                 .iter()
-                .enumerate()
-                .map(|(i, kind)| {
-                    Lesson::new(
-                        root,
-                        number,
-                        title,
-                        limiter,
-                        kind.rule(1, Duration::from_nanos(1)).algorithm(),
-                        implementations.map(|v| pick(v)[i]),
-                    )
-                    .with_fewer_cases(CASE_DIVISOR)
-                    .titled(crate::checks::leak(format!(
-                        "{title}: {}{how}",
-                        kind.name()
-                    )))
+                .map(|&kind| {
+                    let rule = facts
+                        .titled(format!("{}: {}{how}", facts.title, kind.name()))
+                        .following(kind.rule(1, Duration::from_nanos(1)).algorithm());
+                    let variants = subjects.map(|&v: &RedisVariant| {
+                        Variant::of(
+                            v.file,
+                            v.source,
+                            move |limit, period| arrange(v, kind, limit, period),
+                            None,
+                            PACE,
+                        )
+                    });
+                    Lesson::new(rule, variants)
                 })
                 .collect()
         };
         RedisLesson {
-            root,
-            number,
-            title,
-            limiter,
-            subject,
-            single: lessons(|v| v.single, ", one app server"),
+            single: lessons(single, ", one app server"),
             servers: lessons(
-                |v| v.servers,
+                servers,
                 ", three app servers taking requests in turn over one Redis",
             ),
-            implementations,
+            facts,
+            subjects,
         }
     }
+}
 
+impl RedisLesson {
     /// The checks every lesson shares, for one rule and one app server.
     pub fn rule(&self, kind: RuleKind) -> &Lesson {
         &self.single[kind as usize]
@@ -112,18 +96,18 @@ impl RedisLesson {
     }
 
     fn tested(&self) -> RedisVariant {
-        self.implementations.pick(self.subject).redis
+        self.subjects.tested()
     }
 
     fn whose(&self) -> String {
-        format!("{} ({})", self.subject, self.tested().file)
+        format!("{} ({})", self.subjects.subject, self.tested().file)
     }
 
     fn fail(&self, what: &str, message: String) -> ! {
         panic!(
             "lesson {:02} ({}): {what} fails for {}.\n{message}",
-            self.number,
-            self.title,
+            self.facts.number,
+            self.facts.title,
             self.whose()
         )
     }

@@ -1,0 +1,51 @@
+//! `variant!` of the `http-layer` kind: a layer file compiled over std and
+//! wrapped as an [`HttpVariant`](super::drive::HttpVariant): built over the
+//! harness's test limiter in process, probed for working over any limiter,
+//! and put in an axum router.
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __http_variant {
+    ($name:ident, $path:literal, $file:literal, $layer:ident) => {
+        mod $name {
+            $crate::__on_std!($file);
+
+            #[allow(unused_imports)]
+            use $crate::http::drive::probe::{Fails as _, Works as _};
+            use $crate::http::drive::{AnyClock, Driven, HttpVariant, TestLimiter};
+            use $crate::http::ManualClock;
+
+            pub const VARIANT: HttpVariant = HttpVariant {
+                file: $path,
+                source: include_str!($file),
+                build: |p| {
+                    let layer = on_std::imp::$layer::<TestLimiter, ManualClock>::new(
+                        ::std::sync::Arc::new(p.limiter),
+                        p.policy,
+                        p.keys,
+                        p.clock,
+                    )?;
+                    Ok(Driven::boxed(layer, p.inner))
+                },
+                // Whether the layer is a `Layer` with a usable service over a
+                // limiter that is not `Clone` (a compile-time fact, read
+                // without failing the build of the other subjects).
+                over_any_limiter: || {
+                    (&&$crate::http::drive::probe::Probe::<
+                        on_std::imp::$layer<$crate::http::drive::probe::Unclonable, ManualClock>,
+                    >::new())
+                        .works()
+                },
+                router: |router, limiter, policy, keys, clock| {
+                    let layer = on_std::imp::$layer::<TestLimiter, AnyClock>::new(
+                        ::std::sync::Arc::new(limiter),
+                        policy,
+                        keys,
+                        clock,
+                    )?;
+                    Ok(router.layer(layer))
+                },
+            };
+        }
+    };
+}

@@ -1,0 +1,104 @@
+//! A kind of lesson, as a type: the seam where a new kind plugs in.
+//!
+//! `lessons/lessons.toml` gives each lesson a `kind`; the catalog turns it
+//! into the path of a module of this crate (`kata::redis` for
+//! `redis-limiter`), and the code the build script writes for the lesson
+//! uses three things from that module, and nothing else of the kind:
+//!
+//! - `variant!`, the one macro a kind must have: it compiles a subject's
+//!   file (over std, and over loom for the kinds that are raced) and wraps
+//!   its type into the kind's [`Kind::Variant`], which is plain data and
+//!   closures, so that everything after it is ordinary Rust;
+//! - `Lesson`, the type that implements [`Kind`]: it is built once per test
+//!   binary from the catalog's [`Facts`] and the lesson's [`Subjects`], and
+//!   its methods are the checks;
+//! - `suite!`, the kind's standard checks as `#[test]` functions, in
+//!   modules named by their group (`loom::…`, `race::…`, `fault::…`,
+//!   `snapshot::…`): the runner sorts checks by those names.
+//!
+//! Everything a kind shares with the others (facts, the subject under test,
+//! the checks every limiter passes) comes from [`Facts`], [`Subjects`] and
+//! [`crate::checks::Lesson`]: a kind that drives a limiter through another
+//! interface builds `Lesson`s of its own over [`Subjects::map`].
+
+use crate::drive::Implementations;
+use crate::models::Algorithm;
+use crate::subject::Subject;
+
+/// What the catalog says of a lesson, as its generated code gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct Facts {
+    /// The folder of the package whose tests these are (snapshots live in
+    /// its `tests/snapshots`; file names are shown relative to it).
+    pub root: &'static str,
+    pub number: u32,
+    /// As failures show it (a kind that runs its checks once per rule
+    /// titles each run, see [`Facts::titled`]).
+    pub title: &'static str,
+    /// The type the learner writes (`ConcurrentFixedWindow`), for messages.
+    pub limiter: &'static str,
+    /// The rule the lesson's models and drawings come from.
+    pub algorithm: Algorithm,
+}
+
+impl Facts {
+    /// The same lesson under another title, made once for the life of the
+    /// test binary (a lesson's title for one of its rules).
+    pub fn titled(self, title: String) -> Facts {
+        Facts {
+            title: Box::leak(title.into_boxed_str()),
+            ..self
+        }
+    }
+
+    /// The same lesson, following another rule.
+    pub fn following(self, algorithm: Algorithm) -> Facts {
+        Facts { algorithm, ..self }
+    }
+}
+
+/// A lesson's implementations, as its kind's `variant!` wrapped them, and
+/// the one under test (`KATA_SUBJECT`, read once per test binary).
+pub struct Subjects<V> {
+    pub implementations: Implementations<V>,
+    pub subject: Subject,
+}
+
+impl<V: Copy> Subjects<V> {
+    /// Reads `KATA_SUBJECT` (an invalid one is said once and stops the test
+    /// binary) and sets the kata's root for file names.
+    pub fn new(root: &'static str, implementations: Implementations<V>) -> Subjects<V> {
+        let subject = implementations.subject_from_env(root);
+        Subjects {
+            implementations,
+            subject,
+        }
+    }
+
+    /// The implementation under test.
+    pub fn tested(&self) -> V {
+        self.implementations.pick(self.subject)
+    }
+
+    pub fn reference(&self) -> V {
+        self.implementations.reference
+    }
+
+    /// The same subjects, each seen through `f`, with the same one under
+    /// test: a kind's variants for the checks every limiter passes.
+    pub fn map<W>(&self, f: impl Fn(&V) -> W) -> Subjects<W> {
+        Subjects {
+            implementations: self.implementations.map(f),
+            subject: self.subject,
+        }
+    }
+}
+
+/// A kind of lesson: how it is built from the catalog's facts and the
+/// lesson's subjects. Its checks are its methods, called by its `suite!`.
+pub trait Kind: Sized + Send + Sync + 'static {
+    /// What `variant!` makes of one subject's file.
+    type Variant: Copy + Send + Sync + 'static;
+
+    fn new(facts: Facts, subjects: Subjects<Self::Variant>) -> Self;
+}

@@ -1,0 +1,36 @@
+//! The `limiter` kind (lesson 01): `new(limit, period)` and
+//! `check(&mut self, key, now)`, on one thread. Its lesson is the generic
+//! [`Lesson`](crate::checks::Lesson), its subjects [`Variant`](crate::Variant)s
+//! over std, its suite the checks every limiter passes.
+
+pub use crate::__limiter_suite as suite;
+pub use crate::__limiter_variant as variant;
+
+/// A lesson of this kind.
+pub type Lesson = crate::checks::Lesson;
+
+/// A subject of the kind: its file over std.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __limiter_variant {
+    ($name:ident, $path:literal, $file:literal, $limiter:ident) => {
+        $crate::__driven_variant!($name, $path, $file, $limiter, std);
+    };
+}
+
+/// The kind's checks (`lesson()` must be in scope).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __limiter_suite {
+    () => {
+        /// The answers depend only on the configuration and the calls.
+        #[test]
+        fn uses_only_its_inputs() {
+            lesson().uses_only_its_inputs();
+        }
+
+        $crate::config_tests!();
+        $crate::property_tests!();
+        $crate::snapshot_tests!();
+    };
+}
