@@ -372,7 +372,7 @@ mod tests {
         let failing = outcome(
             &[
                 ("examples::case_1", false),
-                ("loom_new_key", false),
+                ("loom::new_key", false),
                 ("keeps_the_limit", true),
             ],
             true,

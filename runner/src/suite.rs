@@ -19,36 +19,35 @@ pub enum Kind {
     Race,
     /// A Redis server paused, killed, restarted or cut off (lesson 08).
     Fault,
-    /// A source check (`uses_only_…`, `compiles_…`): what the file may use
+    /// A source check (`source::…`): what the file may use
     /// and how its types are bounded; not behavioural.
     Source,
 }
 
 impl Kind {
-    /// A test's kind, from the first part of its path that names one (a
-    /// lesson that runs the shared checks once per rule puts them in a
-    /// module per rule: `gcra::configuration::case_1`).
+    /// A test's kind, from the module of its group (each kind's `suite!`
+    /// puts its checks in modules named `config`, `property`, `snapshot`,
+    /// `loom`, `race`, `fault`, `end_to_end` and `source`; a lesson that
+    /// runs the shared checks once per rule nests them in a module per rule:
+    /// `gcra::config::every_pair_of_faults`). A test in no group (the
+    /// baseline's) is a property.
     pub fn of(test: &str) -> Kind {
-        let any = |prefix: &str| test.split("::").any(|part| part.starts_with(prefix));
-        if test.starts_with("examples::") {
-            Kind::Example
-        } else if any("configuration") {
-            Kind::Config
-        } else if any("timeline_") {
-            Kind::Snapshot
-        } else if any("loom_") {
-            Kind::Loom
-        } else if any("race_") {
-            Kind::Race
-        } else if any("fault_") {
-            Kind::Fault
-        } else if any("end_to_end") {
-            Kind::EndToEnd
-        } else if any("uses_only_") || any("compiles_") {
-            Kind::Source
-        } else {
-            Kind::Property
-        }
+        test.split("::")
+            .find_map(|part| {
+                Some(match part {
+                    "examples" => Kind::Example,
+                    "config" => Kind::Config,
+                    "property" => Kind::Property,
+                    "snapshot" => Kind::Snapshot,
+                    "loom" => Kind::Loom,
+                    "race" => Kind::Race,
+                    "fault" => Kind::Fault,
+                    "end_to_end" => Kind::EndToEnd,
+                    "source" => Kind::Source,
+                    _ => return None,
+                })
+            })
+            .unwrap_or(Kind::Property)
     }
 
     pub fn name(self) -> &'static str {
@@ -499,21 +498,27 @@ mod tests {
     }
 
     #[test]
-    fn kinds_from_names() {
+    fn kinds_from_group_modules() {
         assert_eq!(Kind::of("examples::case_1_x"), Kind::Example);
-        assert_eq!(Kind::of("configuration::case_2_zero_limit"), Kind::Config);
-        assert_eq!(Kind::of("timeline_two_keys"), Kind::Snapshot);
-        assert_eq!(Kind::of("loom_new_key"), Kind::Loom);
-        assert_eq!(Kind::of("end_to_end_over_loopback"), Kind::EndToEnd);
-        assert_eq!(Kind::of("compiles_over_any_limiter"), Kind::Source);
-        assert_eq!(Kind::of("keeps_the_limit"), Kind::Property);
         assert_eq!(
-            Kind::of("gcra::configuration::case_1_zero_limit"),
+            Kind::of("config::constructor::case_02_zero_limit"),
             Kind::Config
         );
-        assert_eq!(Kind::of("gcra::keeps_the_limit"), Kind::Property);
-        assert_eq!(Kind::of("race_burst_at_one_instant"), Kind::Race);
-        assert_eq!(Kind::of("fault_server_paused"), Kind::Fault);
-        assert!(!Kind::of("uses_only_the_sync_facade").behavioural());
+        assert_eq!(Kind::of("snapshot::two_keys"), Kind::Snapshot);
+        assert_eq!(Kind::of("loom::new_key"), Kind::Loom);
+        assert_eq!(Kind::of("end_to_end::over_loopback"), Kind::EndToEnd);
+        assert_eq!(Kind::of("source::compiles_over_any_limiter"), Kind::Source);
+        assert_eq!(Kind::of("property::keeps_the_limit"), Kind::Property);
+        assert_eq!(Kind::of("gcra::config::every_pair_of_faults"), Kind::Config);
+        assert_eq!(Kind::of("gcra::loom::new_key"), Kind::Loom);
+        assert_eq!(Kind::of("race::burst_at_one_instant"), Kind::Race);
+        assert_eq!(Kind::of("fault::server_paused"), Kind::Fault);
+        assert!(!Kind::of("token_bucket::source::uses_only_the_sync_facade").behavioural());
+        // A name is not a group: only a whole module's name is.
+        assert_eq!(Kind::of("property::loom_like_name"), Kind::Property);
+        assert_eq!(
+            Kind::of("decides_like_the_lesson_05_reference"),
+            Kind::Property
+        );
     }
 }

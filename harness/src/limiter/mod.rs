@@ -18,19 +18,19 @@ macro_rules! __limiter_variant {
     };
 }
 
-/// The kind's checks (`lesson()` must be in scope).
+/// The kind's checks (`lesson()` must be in scope), by group.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __limiter_suite {
     () => {
-        /// The answers depend only on the configuration and the calls.
-        #[test]
-        fn uses_only_its_inputs() {
-            lesson().uses_only_its_inputs();
-        }
-
-        $crate::config_tests!();
-        $crate::property_tests!();
-        $crate::snapshot_tests!();
+        $crate::__group!(source { $crate::__source_tests!(inputs); });
+        $crate::__limiter_suite!(behaviour);
+    };
+    // What the shared limiters check too.
+    (behaviour) => {
+        $crate::__group!(config { $crate::config_tests!(); });
+        $crate::__group!(property { $crate::property_tests!(); });
+        $crate::__group!(snapshot { $crate::snapshot_tests!(); });
+        $crate::snapshot_tests!(compare);
     };
 }

@@ -1,6 +1,7 @@
 //! The tests the kinds of limiter share: constructor cases, properties,
-//! snapshots, loom scenarios and source checks. Each kind's `suite!` (in
-//! its folder) names those that apply to it.
+//! snapshots, loom scenarios and source checks, each macro the tests of
+//! one group. Each kind's `suite!` (in its folder) puts those that apply to
+//! it in the group's module with [`__group!`](crate::__group).
 
 /// The constructor cases every lesson shares, as an rstest table (`lesson()`
 /// must be in scope): each `ConfigError` in the contract's order, and the
@@ -32,7 +33,7 @@ macro_rules! config_tests {
         #[case::largest_limit_of_one_nanosecond(u64::MAX, $crate::__nanos!(1), Ok(()), Ok(()))]
         #[case::longest_period(1, $crate::__nanos!(u64::MAX), Ok(()), Ok(()))]
         #[case::one_nanosecond(5, $crate::__nanos!(1), Ok(()), Ok(()))]
-        fn configuration(
+        fn constructor(
             #[case] limit: u64,
             #[case] period: ::std::time::Duration,
             #[case] windowed: Result<(), $crate::ConfigError>,
@@ -44,7 +45,7 @@ macro_rules! config_tests {
         /// Every pair of a limit and a period from the edges of each fault,
         /// so that every pair of faults that can occur together is tried.
         #[test]
-        fn configuration_every_pair_of_faults() {
+        fn every_pair_of_faults() {
             lesson().config_grid();
         }
     };
@@ -65,13 +66,15 @@ macro_rules! __nanos {
 macro_rules! snapshot_tests {
     () => {
         $crate::snapshot_tests!(
-            timeline_first_look: "first_look",
-            timeline_boundary_burst: "boundary_burst",
-            timeline_burst_then_steady: "burst_then_steady",
-            timeline_two_keys: "two_keys",
-            timeline_long_idle_gap: "long_idle_gap",
-            timeline_exact_edges: "exact_edges",
+            first_look: "first_look",
+            boundary_burst: "boundary_burst",
+            burst_then_steady: "burst_then_steady",
+            two_keys: "two_keys",
+            long_idle_gap: "long_idle_gap",
+            exact_edges: "exact_edges",
         );
+    };
+    (compare) => {
 
         /// Run by `cargo run -- compare N [TIMELINE]` (it sets `KATA_COMPARE`):
         /// prints the learner's and the reference's answers side by side.
@@ -168,61 +171,78 @@ macro_rules! __exact_properties {
 #[macro_export]
 macro_rules! loom_tests {
     () => {
-        /// The file takes its sync primitives from `super::sync` only.
         #[test]
-        fn uses_only_the_sync_facade() {
-            lesson().uses_only_the_sync_facade();
-        }
-
-        #[test]
-        fn loom_burst_at_one_instant() {
+        fn burst_at_one_instant() {
             lesson().loom($crate::Scenario::burst());
         }
 
         #[test]
-        fn loom_window_rollover() {
+        fn window_rollover() {
             lesson().loom($crate::Scenario::rollover());
         }
 
         #[test]
-        fn loom_new_key() {
+        fn new_key() {
             lesson().loom($crate::Scenario::new_key());
         }
 
         #[test]
-        fn loom_straddling_a_boundary() {
+        fn straddling_a_boundary() {
             lesson().loom($crate::Scenario::straddle());
         }
 
         #[test]
-        fn loom_key_after_an_idle_gap() {
+        fn key_after_an_idle_gap() {
             lesson().loom($crate::Scenario::idle_key());
         }
 
         #[test]
-        fn loom_units_left() {
+        fn units_left() {
             lesson().loom($crate::Scenario::units_left());
         }
     };
 }
 
-/// The source checks of the kinds whose files take time and locks from
-/// what they are given (`lesson()` must be in scope).
+/// The source checks (`lesson()` must be in scope): `inputs`, time only
+/// from the call, the clock given or Redis, and no sleeps, threads or
+/// randomness; `facade`, locks and atomics from `super::sync`, so that a
+/// hang names its line.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __source_tests {
-    () => {
+    ($($which:ident),*) => {
+        $( $crate::__source_tests!(@ $which); )*
+    };
+    (@ inputs) => {
         /// Time only from the call, the clock given or Redis; no sleeps,
         /// threads or randomness.
         #[test]
         fn uses_only_its_inputs() {
             lesson().uses_only_its_inputs();
         }
-
+    };
+    (@ facade) => {
         /// Locks and atomics from `super::sync`, so that a hang names its line.
         #[test]
         fn uses_only_the_sync_facade() {
             lesson().uses_only_the_sync_facade();
+        }
+    };
+}
+
+/// One group of checks: a module of that name, where `lesson()` is the
+/// enclosing one's. The runner sorts checks by these names (`config`,
+/// `property`, `snapshot`, `loom`, `race`, `fault`, `end_to_end`,
+/// `source`; the test file's `examples`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __group {
+    ($group:ident { $($items:tt)* }) => {
+        mod $group {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $($items)*
         }
     };
 }

@@ -9,26 +9,26 @@ macro_rules! bounded_tests {
         #[global_allocator]
         static ALLOCATOR: $crate::memory::Counting = $crate::memory::Counting;
 
-        /// Time only from the call; no sleeps, threads or randomness.
-        #[test]
-        fn uses_only_its_inputs() {
-            lesson().uses_only_its_inputs();
-        }
+        $crate::__group!(source { $crate::__source_tests!(inputs); });
 
-        /// `max_keys: 0` is refused, after the rule's own errors.
-        #[test]
-        fn configuration_zero_keys() {
-            lesson().refuses_zero_keys();
-        }
+        $crate::__group!(config {
+            /// `max_keys: 0` is refused, after the rule's own errors.
+            #[test]
+            fn zero_keys() {
+                lesson().refuses_zero_keys();
+            }
+        });
 
         $crate::__bounded_rule!(fixed_window, FixedWindow);
         $crate::__bounded_rule!(token_bucket, TokenBucket);
 
-        /// A store of three keys under pressure, step by step, with its metrics.
-        #[test]
-        fn timeline_store_under_pressure() {
-            lesson().store_snapshot();
-        }
+        $crate::__group!(snapshot {
+            /// A store of three keys under pressure, step by step, with its metrics.
+            #[test]
+            fn store_under_pressure() {
+                lesson().store_snapshot();
+            }
+        });
 
         /// Run by `cargo run -- compare 9` (it sets `KATA_COMPARE`).
         #[test]
@@ -52,69 +52,77 @@ macro_rules! __bounded_rule {
                 super::lesson().rule($crate::memory::drive::RuleKind::$rule)
             }
 
-            /// The rule's configuration errors, every pair of faults
-            /// together (the rule's own `validate` makes them; the table of
-            /// single cases would test the harness).
-            #[test]
-            fn configuration_every_pair_of_faults() {
-                lesson().config_grid();
-            }
-
-            $crate::property_tests!();
-            $crate::loom_tests!();
-
-            /// Step by step against the model: answers, keys held, sweeps,
-            /// overflow answers and metrics, with a bound of 1 to 4 keys.
-            #[test]
-            fn agrees_with_model_under_a_bound() {
+            /// Lesson 09 itself, for the checks of this rule it runs.
+            fn whole() -> &'static $crate::memory::Lesson {
                 super::lesson()
-                    .agrees_with_model_under_a_bound($crate::memory::drive::RuleKind::$rule);
             }
 
-            /// Sweeps one nanosecond either side of the instant a key
-            /// becomes fresh.
-            #[test]
-            fn forgets_a_key_exactly_when_it_is_fresh() {
-                super::lesson()
-                    .forgets_a_key_exactly_when_it_is_fresh($crate::memory::drive::RuleKind::$rule);
-            }
+            const RULE: $crate::memory::drive::RuleKind = $crate::memory::drive::RuleKind::$rule;
 
-            /// Shadow mode decides and counts, and never denies.
-            #[test]
-            fn shadow_mode_never_denies() {
-                super::lesson().shadow_never_denies($crate::memory::drive::RuleKind::$rule);
-            }
+            $crate::__group!(source { $crate::__source_tests!(facade); });
 
-            /// Sweeps and a full store, raced under loom.
-            #[test]
-            fn loom_a_sweep_races_an_update() {
-                super::lesson().race($crate::memory::checks::Race::sweep_races_an_update(
-                    $crate::memory::drive::RuleKind::$rule,
-                ));
-            }
+            $crate::__group!(config {
+                /// The rule's configuration errors, every pair of faults
+                /// together (the rule's own `validate` makes them; the table of
+                /// single cases would test the harness).
+                #[test]
+                fn every_pair_of_faults() {
+                    lesson().config_grid();
+                }
+            });
 
-            #[test]
-            fn loom_two_new_keys_and_one_slot() {
-                super::lesson().race($crate::memory::checks::Race::two_new_keys_and_one_slot(
-                    $crate::memory::drive::RuleKind::$rule,
-                ));
-            }
+            $crate::__group!(property {
+                $crate::property_tests!();
 
-            #[test]
-            fn loom_one_clock_for_two_calls() {
-                super::lesson().race($crate::memory::checks::Race::one_clock_for_two_calls(
-                    $crate::memory::drive::RuleKind::$rule,
-                ));
-            }
+                /// Step by step against the model: answers, keys held, sweeps,
+                /// overflow answers and metrics, with a bound of 1 to 4 keys.
+                #[test]
+                fn agrees_with_model_under_a_bound() {
+                    whole().agrees_with_model_under_a_bound(RULE);
+                }
 
-            /// A million keys through a store of ten thousand.
-            #[test]
-            fn holds_at_most_max_keys_under_a_flood() {
-                super::lesson().holds_at_most_max_keys_under_a_flood(
-                    $crate::memory::drive::RuleKind::$rule,
-                    concat!(module_path!(), "::holds_at_most_max_keys_under_a_flood"),
-                );
-            }
+                /// Sweeps one nanosecond either side of the instant a key
+                /// becomes fresh.
+                #[test]
+                fn forgets_a_key_exactly_when_it_is_fresh() {
+                    whole().forgets_a_key_exactly_when_it_is_fresh(RULE);
+                }
+
+                /// Shadow mode decides and counts, and never denies.
+                #[test]
+                fn shadow_mode_never_denies() {
+                    whole().shadow_never_denies(RULE);
+                }
+
+                /// A million keys through a store of ten thousand.
+                #[test]
+                fn holds_at_most_max_keys_under_a_flood() {
+                    whole().holds_at_most_max_keys_under_a_flood(
+                        RULE,
+                        concat!(module_path!(), "::holds_at_most_max_keys_under_a_flood"),
+                    );
+                }
+            });
+
+            $crate::__group!(loom {
+                $crate::loom_tests!();
+
+                /// Sweeps and a full store, raced under loom.
+                #[test]
+                fn a_sweep_races_an_update() {
+                    whole().race($crate::memory::checks::Race::sweep_races_an_update(RULE));
+                }
+
+                #[test]
+                fn two_new_keys_and_one_slot() {
+                    whole().race($crate::memory::checks::Race::two_new_keys_and_one_slot(RULE));
+                }
+
+                #[test]
+                fn one_clock_for_two_calls() {
+                    whole().race($crate::memory::checks::Race::one_clock_for_two_calls(RULE));
+                }
+            });
         }
     };
 }

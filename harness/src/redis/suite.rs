@@ -8,82 +8,89 @@
 #[macro_export]
 macro_rules! redis_tests {
     () => {
-        $crate::__source_tests!();
+        $crate::__group!(source { $crate::__source_tests!(inputs, facade); });
 
         $crate::__redis_rule!(fixed_window, FixedWindow);
-
         $crate::__redis_rule!(sliding_log, SlidingLog);
         $crate::__redis_rule!(gcra, Gcra);
 
-        #[test]
-        fn race_burst_at_one_instant() {
-            lesson().race($crate::Scenario::burst());
-        }
+        $crate::__group!(race {
+            #[test]
+            fn burst_at_one_instant() {
+                lesson().race($crate::Scenario::burst());
+            }
 
-        #[test]
-        fn race_window_rollover() {
-            lesson().race($crate::Scenario::rollover());
-        }
+            #[test]
+            fn window_rollover() {
+                lesson().race($crate::Scenario::rollover());
+            }
 
-        #[test]
-        fn race_new_key() {
-            lesson().race($crate::Scenario::new_key());
-        }
+            #[test]
+            fn new_key() {
+                lesson().race($crate::Scenario::new_key());
+            }
 
-        #[test]
-        fn race_straddling_a_boundary() {
-            lesson().race($crate::Scenario::straddle());
-        }
+            #[test]
+            fn straddling_a_boundary() {
+                lesson().race($crate::Scenario::straddle());
+            }
 
-        #[test]
-        fn race_key_after_an_idle_gap() {
-            lesson().race($crate::Scenario::idle_key());
-        }
+            #[test]
+            fn key_after_an_idle_gap() {
+                lesson().race($crate::Scenario::idle_key());
+            }
 
-        #[test]
-        fn race_units_left() {
-            lesson().race($crate::Scenario::units_left());
-        }
+            #[test]
+            fn units_left() {
+                lesson().race($crate::Scenario::units_left());
+            }
+        });
 
-        #[test]
-        fn fault_server_paused() {
-            lesson().follows_its_failure_policy_when_the_server_is_paused();
-        }
+        $crate::__group!(fault {
+            #[test]
+            fn server_paused() {
+                lesson().follows_its_failure_policy_when_the_server_is_paused();
+            }
 
-        #[test]
-        fn fault_server_killed_and_restarted() {
-            lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
-        }
+            #[test]
+            fn server_killed_and_restarted() {
+                lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
+            }
 
-        #[test]
-        fn fault_server_unreachable() {
-            lesson().follows_its_failure_policy_when_the_server_is_unreachable();
-        }
+            #[test]
+            fn server_unreachable() {
+                lesson().follows_its_failure_policy_when_the_server_is_unreachable();
+            }
 
-        #[test]
-        fn fault_cut_off_between_commands() {
-            lesson().leaves_no_key_without_a_ttl_when_cut_off();
-        }
+            #[test]
+            fn cut_off_between_commands() {
+                lesson().leaves_no_key_without_a_ttl_when_cut_off();
+            }
+        });
 
-        #[test]
-        fn keys_live_under_their_hash_tag_and_expire() {
-            lesson().keys_live_under_their_hash_tag_and_expire();
-        }
+        $crate::__group!(property {
+            #[test]
+            fn keys_live_under_their_hash_tag_and_expire() {
+                lesson().keys_live_under_their_hash_tag_and_expire();
+            }
 
-        #[test]
-        fn server_clock_is_one_clock_for_every_app_server() {
-            lesson().server_clock_is_one_clock_for_every_app_server();
-        }
+            #[test]
+            fn server_clock_is_one_clock_for_every_app_server() {
+                lesson().server_clock_is_one_clock_for_every_app_server();
+            }
+        });
 
-        #[test]
-        fn timeline_three_servers_fixed_window() {
-            lesson().three_servers_snapshot($crate::redis::drive::RuleKind::FixedWindow);
-        }
+        $crate::__group!(snapshot {
+            #[test]
+            fn three_servers_fixed_window() {
+                lesson().three_servers_snapshot($crate::redis::drive::RuleKind::FixedWindow);
+            }
 
-        #[test]
-        fn timeline_three_servers_gcra() {
-            lesson().three_servers_snapshot($crate::redis::drive::RuleKind::Gcra);
-        }
+            #[test]
+            fn three_servers_gcra() {
+                lesson().three_servers_snapshot($crate::redis::drive::RuleKind::Gcra);
+            }
+        });
 
         /// Run by `cargo run -- compare 8 [TIMELINE]` (it sets `KATA_COMPARE`):
         /// the timeline under each rule, yours beside the reference's.
@@ -109,23 +116,32 @@ macro_rules! __redis_rule {
                 super::lesson().rule($crate::redis::drive::RuleKind::$rule)
             }
 
-            /// The rule's configuration errors, every pair of faults
-            /// together (the rule's own `validate` makes them; the table of
-            /// single cases would test the harness).
-            #[test]
-            fn configuration_every_pair_of_faults() {
-                lesson().config_grid();
-            }
-
-            $crate::__exact_properties!();
-
-            /// Three app servers taking requests in turn answer as one limiter.
-            #[test]
-            fn three_app_servers_agree_with_model() {
+            /// Lesson 08 itself, for the checks of this rule it runs.
+            fn whole() -> &'static $crate::redis::Lesson {
                 super::lesson()
-                    .servers($crate::redis::drive::RuleKind::$rule)
-                    .agrees_with_model();
             }
+
+            $crate::__group!(config {
+                /// The rule's configuration errors, every pair of faults
+                /// together (the rule's own `validate` makes them; the table of
+                /// single cases would test the harness).
+                #[test]
+                fn every_pair_of_faults() {
+                    lesson().config_grid();
+                }
+            });
+
+            $crate::__group!(property {
+                $crate::__exact_properties!();
+
+                /// Three app servers taking requests in turn answer as one limiter.
+                #[test]
+                fn three_app_servers_agree_with_model() {
+                    whole()
+                        .servers($crate::redis::drive::RuleKind::$rule)
+                        .agrees_with_model();
+                }
+            });
         }
     };
 }

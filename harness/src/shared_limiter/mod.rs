@@ -18,12 +18,13 @@ macro_rules! __shared_limiter_variant {
     };
 }
 
-/// The kind's checks (`lesson()` must be in scope).
+/// The kind's checks (`lesson()` must be in scope), by group.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __shared_limiter_suite {
     () => {
-        $crate::__limiter_suite!();
-        $crate::loom_tests!();
+        $crate::__group!(source { $crate::__source_tests!(inputs, facade); });
+        $crate::__limiter_suite!(behaviour);
+        $crate::__group!(loom { $crate::loom_tests!(); });
     };
 }
