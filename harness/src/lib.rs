@@ -55,6 +55,7 @@ pub mod memory;
 pub mod models;
 pub mod redis;
 pub mod render;
+pub mod rules;
 pub mod run;
 pub mod scenarios;
 pub mod shared_limiter;

@@ -40,18 +40,15 @@ pub struct BoundedVariant {
     pub build_loom: BuildBounded,
 }
 
-/// The rules the kind is checked with.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum RuleKind {
-    FixedWindow,
-    TokenBucket,
-}
+pub use crate::rules::RuleKind;
 
-impl RuleKind {
-    pub const ALL: [RuleKind; 2] = [RuleKind::FixedWindow, RuleKind::TokenBucket];
+/// The rules the kind is checked with, in the order of the lessons
+/// [`BoundedLesson`](super::checks::BoundedLesson) builds per rule.
+pub const RULES: [RuleKind; 2] = [RuleKind::FixedWindow, RuleKind::TokenBucket];
 
-    pub fn rule(self, limit: u64, period: Duration) -> Rule {
-        match self {
+impl crate::rules::FromRuleKind for Rule {
+    fn from_kind(kind: RuleKind, limit: u64, period: Duration) -> Rule {
+        match kind {
             RuleKind::FixedWindow => Rule::FixedWindow {
                 limit,
                 window: period,
@@ -60,13 +57,9 @@ impl RuleKind {
                 capacity: limit,
                 refill_every: period,
             },
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RuleKind::FixedWindow => "fixed window",
-            RuleKind::TokenBucket => "token bucket",
+            RuleKind::SlidingLog | RuleKind::Gcra => {
+                panic!("lesson 09 has no {} rule: {RULES:?}", kind.name())
+            }
         }
     }
 }

@@ -52,8 +52,8 @@ impl Race {
             rule: Race::rule(kind, 2),
             bounds: Bounds::new("race", 4, Overflow::Deny),
             before: Race::steps(match kind {
-                RuleKind::FixedWindow => "k@999",
-                RuleKind::TokenBucket => "k@0",
+                RuleKind::FixedWindow | RuleKind::SlidingLog => "k@999",
+                RuleKind::TokenBucket | RuleKind::Gcra => "k@0",
             }),
             threads: vec![Race::steps("sweep@1000"), Race::steps("k@1000")],
             after: Race::steps("k@1000"),

@@ -33,20 +33,15 @@ pub struct RedisVariant {
     pub build: BuildRedis,
 }
 
-/// The rules the kind is checked with, in the order of [`RedisVariant`]'s
-/// standard variants.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum RuleKind {
-    FixedWindow,
-    SlidingLog,
-    Gcra,
-}
+pub use crate::rules::RuleKind;
 
-impl RuleKind {
-    pub const ALL: [RuleKind; 3] = [RuleKind::FixedWindow, RuleKind::SlidingLog, RuleKind::Gcra];
+/// The rules the kind is checked with, in the order of the lessons
+/// [`RedisLesson`](super::checks::RedisLesson) builds per rule.
+pub const RULES: [RuleKind; 3] = [RuleKind::FixedWindow, RuleKind::SlidingLog, RuleKind::Gcra];
 
-    pub fn rule(self, limit: u64, period: Duration) -> Rule {
-        match self {
+impl crate::rules::FromRuleKind for Rule {
+    fn from_kind(kind: RuleKind, limit: u64, period: Duration) -> Rule {
+        match kind {
             RuleKind::FixedWindow => Rule::FixedWindow {
                 limit,
                 window: period,
@@ -60,14 +55,7 @@ impl RuleKind {
                 refill_every: period,
                 clock: super::Clock::Passed,
             },
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            RuleKind::FixedWindow => "fixed window",
-            RuleKind::SlidingLog => "sliding log",
-            RuleKind::Gcra => "GCRA",
+            RuleKind::TokenBucket => panic!("lesson 08 has no token bucket rule: {RULES:?}"),
         }
     }
 }

@@ -98,7 +98,7 @@ macro_rules! redis_tests {
         #[ignore = "run by `cargo run -- compare`"]
         fn compare_with_reference() {
             let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
-            for kind in $crate::redis::drive::RuleKind::ALL {
+            for kind in $crate::redis::drive::RULES {
                 println!("== {}", kind.name());
                 lesson().rule(kind).print_comparison(&which);
             }

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use super::kind_algorithm;
 use super::BoundedLesson;
 use crate::decision::{describe, Decision};
 use crate::memory::drive::RuleKind;
@@ -105,8 +104,8 @@ impl BoundedLesson {
         let period = Duration::from_millis(1);
         let rule = kind.rule(2, period);
         let over = match kind {
-            RuleKind::FixedWindow => Overflow::Admit,
-            RuleKind::TokenBucket => Overflow::Deny,
+            RuleKind::FixedWindow | RuleKind::SlidingLog => Overflow::Admit,
+            RuleKind::TokenBucket | RuleKind::Gcra => Overflow::Deny,
         };
         let bounds = Bounds::new("flood", FLOOD_KEYS, over);
         let step_of = |i: usize| -> Request {
@@ -151,7 +150,8 @@ impl BoundedLesson {
                      keys; the contract answers {} and holds {held}.",
                     group_digits(FLOOD as u128),
                     group_digits(FLOOD_KEYS as u128),
-                    kind_algorithm(kind).describe(&crate::timeline::Config::new(2, 1_000_000)),
+                    kind.algorithm()
+                        .describe(&crate::timeline::Config::new(2, 1_000_000)),
                     FLOOD_KEYS,
                     i + 1,
                     call(&r.key, r.now),

@@ -24,11 +24,9 @@ pub use super::races::Race;
 pub(crate) use case::Answer;
 pub use case::{parse_steps, Case, Step};
 
-use std::time::Duration;
-
 use std::sync::Arc;
 
-use super::drive::{roomy, swept, AsLimiter, BoundedVariant, RuleKind};
+use super::drive::{roomy, swept, AsLimiter, BoundedVariant, RuleKind, RULES};
 use crate::checks::Lesson;
 use crate::decision::RateLimiter;
 use crate::drive::{shared, Pace, Variant};
@@ -55,7 +53,7 @@ impl Kind for BoundedLesson {
     type Variant = BoundedVariant;
 
     fn new(facts: Facts, subjects: Subjects<BoundedVariant>) -> BoundedLesson {
-        let rules = RuleKind::ALL
+        let rules = RULES
             .iter()
             .map(|&kind| {
                 let rule = facts
@@ -64,7 +62,7 @@ impl Kind for BoundedLesson {
                         facts.title,
                         kind.name()
                     ))
-                    .following(kind.rule(1, Duration::from_nanos(1)).algorithm());
+                    .following(kind.algorithm());
                 let variants = subjects.map(|&v: &BoundedVariant| {
                     Variant::of(
                         v.file,
@@ -91,7 +89,7 @@ impl Kind for BoundedLesson {
 impl BoundedLesson {
     /// The checks every lesson shares, for one rule.
     pub fn rule(&self, kind: RuleKind) -> &Lesson {
-        &self.rules[kind as usize]
+        &self.rules[kind.index_in(&RULES)]
     }
 
     fn tested(&self) -> BoundedVariant {
@@ -152,8 +150,4 @@ impl BoundedLesson {
     pub fn uses_only_its_inputs(&self) {
         self.rule(RuleKind::FixedWindow).uses_only_its_inputs();
     }
-}
-
-fn kind_algorithm(kind: RuleKind) -> crate::models::Algorithm {
-    kind.rule(1, Duration::from_nanos(1)).algorithm()
 }

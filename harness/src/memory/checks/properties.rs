@@ -4,7 +4,6 @@
 use proptest::prelude::*;
 
 use super::case::{compare_run, nth_step, Case, Step};
-use super::kind_algorithm;
 use super::BoundedLesson;
 use crate::gen::{timelines, Shape};
 use crate::memory::drive::RuleKind;
@@ -139,7 +138,7 @@ impl BoundedLesson {
 /// C·T`, or `now + 2·W`, fits in u64): beyond, the checks every lesson
 /// shares judge only that nothing panics and no wait is zero.
 fn exact(kind: RuleKind, shape: Shape) -> impl Strategy<Value = Timeline> {
-    let algorithm = kind_algorithm(kind);
+    let algorithm = kind.algorithm();
     timelines(algorithm, shape).prop_filter("answers the contract fixes exactly", move |t| {
         t.requests
             .iter()
@@ -151,7 +150,7 @@ fn exact(kind: RuleKind, shape: Shape) -> impl Strategy<Value = Timeline> {
 /// clock moves on (1), before every other request (2), or half a period
 /// ahead of every third request, where the arithmetic stays exact (3).
 fn with_sweeps(kind: RuleKind, t: &Timeline, mode: u8) -> Vec<Step> {
-    let algorithm = kind_algorithm(kind);
+    let algorithm = kind.algorithm();
     let half = t.config.period_nanos() / 2 + 1;
     let mut steps = Vec::new();
     let mut last = None;

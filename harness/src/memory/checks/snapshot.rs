@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::case::{model_run, parse_steps, subject_run, Case, Seen};
 use super::BoundedLesson;
-use crate::memory::drive::{BoundedVariant, RuleKind};
+use crate::memory::drive::{BoundedVariant, RULES};
 use crate::memory::metrics::series;
 use crate::memory::{metric, Bounds, Overflow, Rule};
 use crate::snapshot::assert_snapshot;
@@ -52,7 +52,7 @@ impl BoundedLesson {
         } else if !which.is_empty() && parse_steps(which).is_err() {
             // A timeline as the checks every lesson shares print it: each
             // rule's answers on a limiter swept as those checks sweep it.
-            for kind in RuleKind::ALL {
+            for kind in RULES {
                 println!("== {}, swept whenever the clock moves on", kind.name());
                 self.rule(kind).print_comparison(which);
             }

@@ -1,8 +1,6 @@
 //! The "three app servers" drawings: each with a limiter in memory, then
 //! all three on one Redis.
 
-use std::time::Duration;
-
 use super::RedisLesson;
 use crate::decision::Decision;
 use crate::models::Algorithm;
@@ -23,7 +21,7 @@ impl RedisLesson {
             _ => (4, SECOND),
         };
         let timeline = three_servers_timeline(limit, period);
-        let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
+        let algorithm = kind.algorithm();
         let in_memory = round_robin_in_memory(algorithm, &timeline);
         let contract = crate::models::model_run(algorithm, &timeline);
         let run = |v: RedisVariant| -> Vec<Decision> {
@@ -42,6 +40,7 @@ impl RedisLesson {
             RuleKind::FixedWindow => "three_servers_fixed_window",
             RuleKind::SlidingLog => "three_servers_sliding_log",
             RuleKind::Gcra => "three_servers_gcra",
+            RuleKind::TokenBucket => "three_servers_token_bucket",
         };
         assert_snapshot(
             (self.facts.root, self.facts.number, name),

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::RedisLesson;
 use crate::decision::{describe, Decision};
-use crate::redis::drive::{local, policy_answer, settings_on, RuleKind};
+use crate::redis::drive::{local, policy_answer, settings_on, RuleKind, RULES};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::redis::OnFailure;
@@ -307,7 +307,7 @@ impl RedisLesson {
                 Timestamp::from_secs(7_210),
             ),
         ];
-        for kind in RuleKind::ALL {
+        for kind in RULES {
             let rule = kind.rule(3, Duration::from_secs(3600));
             for (what, first, at) in situations {
                 for cut in 1..=8 {

@@ -2,12 +2,11 @@
 //! passed in `KEYS[]`, each expiring when its state no longer matters.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::clock::server_ms;
 use super::RedisLesson;
 use crate::decision::describe;
-use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE};
+use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE, RULES};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::render::call;
@@ -25,11 +24,8 @@ impl RedisLesson {
         let server = Arc::new(RedisServer::start().unwrap_or_else(|e| panic!("{e}")));
         let proxy = Arc::new(Proxy::start(server.addr(), 1));
         let shapes = [crate::gen::Shape::InOrder, crate::gen::Shape::OutOfOrder];
-        for (kind, shape) in RuleKind::ALL
-            .into_iter()
-            .flat_map(|k| shapes.map(|s| (k, s)))
-        {
-            let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
+        for (kind, shape) in RULES.into_iter().flat_map(|k| shapes.map(|s| (k, s))) {
+            let algorithm = kind.algorithm();
             let strategy = crate::gen::timelines(algorithm, shape);
             let build = self.tested().build;
             let (server, proxy) = (server.clone(), proxy.clone());
@@ -69,7 +65,7 @@ impl Lives {
         let until = match kind {
             RuleKind::FixedWindow => ((now / p + 1) * p).max(before),
             RuleKind::SlidingLog => (now + p).max(before),
-            RuleKind::Gcra => before.max(now) + p,
+            RuleKind::Gcra | RuleKind::TokenBucket => before.max(now) + p,
         };
         self.0.insert(key.to_string(), until);
         until

@@ -22,7 +22,7 @@ mod races;
 
 use std::time::Duration;
 
-use super::drive::{servers, single, RedisVariant, RuleKind};
+use super::drive::{servers, single, RedisVariant, RuleKind, RULES};
 use super::proxy::Step;
 use crate::checks::Lesson;
 use crate::decision::ConfigError;
@@ -53,12 +53,12 @@ impl Kind for RedisLesson {
         type Arrange =
             fn(RedisVariant, RuleKind, u64, Duration) -> Result<Box<dyn Drive>, ConfigError>;
         let lessons = |arrange: Arrange, how: &str| -> Vec<Lesson> {
-            RuleKind::ALL
+            RULES
                 .iter()
                 .map(|&kind| {
                     let rule = facts
                         .titled(format!("{}: {}{how}", facts.title, kind.name()))
-                        .following(kind.rule(1, Duration::from_nanos(1)).algorithm());
+                        .following(kind.algorithm());
                     let variants = subjects.map(|&v: &RedisVariant| {
                         Variant::of(
                             v.file,
@@ -87,12 +87,12 @@ impl Kind for RedisLesson {
 impl RedisLesson {
     /// The checks every lesson shares, for one rule and one app server.
     pub fn rule(&self, kind: RuleKind) -> &Lesson {
-        &self.single[kind as usize]
+        &self.single[kind.index_in(&RULES)]
     }
 
     /// The same, with three app servers taking requests in turn.
     pub fn servers(&self, kind: RuleKind) -> &Lesson {
-        &self.servers[kind as usize]
+        &self.servers[kind.index_in(&RULES)]
     }
 
     fn tested(&self) -> RedisVariant {

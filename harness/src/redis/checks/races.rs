@@ -2,11 +2,10 @@
 //! in which their Redis commands reach the server.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::RedisLesson;
 use crate::decision::Decision;
-use crate::redis::drive::{settings_on, Limiter, RuleKind};
+use crate::redis::drive::{settings_on, Limiter, RuleKind, RULES};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::render::call;
@@ -29,7 +28,7 @@ impl RedisLesson {
     /// [`MOST_SCHEDULES`]), for each rule. The answers must be those of some
     /// one-at-a-time order of the same calls.
     pub fn race(&self, scenario: Scenario) {
-        for kind in RuleKind::ALL {
+        for kind in RULES {
             if let Err(e) = self.explore(kind, &scenario) {
                 self.fail(
                     &format!("the race scenario \"{}\" ({})", scenario.name, kind.name()),
@@ -42,7 +41,7 @@ impl RedisLesson {
     fn explore(&self, kind: RuleKind, s: &Scenario) -> Result<(), String> {
         let server = RedisServer::shared();
         let proxy = Proxy::start(server.addr(), s.threads.len());
-        let algorithm = kind.rule(1, Duration::from_nanos(1)).algorithm();
+        let algorithm = kind.algorithm();
         let allowed = linearizations(algorithm, s);
         let build = self.tested().build;
         let rule = kind.rule(s.config.limit, s.config.period);
