@@ -4,12 +4,14 @@
 //!   results;
 //! - [`runner`]: what `cargo run` knows: lesson states, hints;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
-//! - [`class`]: a whole class's reports or checkouts, as a table and a page.
+//! - [`class`]: a whole class's reports or checkouts, as a table and a page;
+//! - [`load`]: `cargo run -- load`, a running server validated under load.
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
 //! `kata-catalog` crate.
 
 pub mod class;
+pub mod load;
 pub mod report;
 pub mod runner;
 pub mod suite;

@@ -22,8 +22,6 @@ use tower::{Service, ServiceExt};
 use super::exchange::{Call, HttpTimeline, Observed, Via};
 use super::{ManualClock, Policy, PolicyError, Report};
 use crate::decision::{Decision, RateLimiter};
-use crate::memory::model::BoundedModel;
-use crate::memory::{Bounds, Overflow, Rule};
 use crate::models::{Algorithm, Model};
 use crate::time::Timestamp;
 use crate::timeline::Config;
@@ -34,61 +32,15 @@ use crate::watchdog::progress;
 /// as tower's own `RateLimit` does: a layer shares its limiter through the
 /// `Arc` it was given, and a copy would count apart.
 pub struct TestLimiter {
-    model: Inner,
+    model: Mutex<Model>,
     calls: Arc<Mutex<Vec<(String, u64)>>>,
-}
-
-enum Inner {
-    /// The lesson's model, every call recorded.
-    Model(Mutex<Model>),
-    /// For the demo server: lesson 09's contract, a store of at most
-    /// `max_keys` keys, reporting through the `metrics` facade (shared by
-    /// its copies; no call recorded).
-    Bounded(Arc<Mutex<BoundedModel>>, String),
 }
 
 impl TestLimiter {
     pub fn new(algorithm: Algorithm, policy: &Policy) -> TestLimiter {
         TestLimiter {
-            model: Inner::Model(Mutex::new(
-                algorithm.model(limiter_config(policy, algorithm)),
-            )),
+            model: Mutex::new(algorithm.model(limiter_config(policy, algorithm))),
             calls: Arc::default(),
-        }
-    }
-
-    /// The demo server's limiter: the policy's rule in a store of at most
-    /// `max_keys` keys, answering as lesson 09's contract says and recording
-    /// its metrics (labelled with the policy's name).
-    pub fn metered(algorithm: Algorithm, policy: &Policy, max_keys: usize) -> TestLimiter {
-        let config = limiter_config(policy, algorithm);
-        let rule = match algorithm {
-            Algorithm::TokenBucket => Rule::TokenBucket {
-                capacity: config.limit,
-                refill_every: config.period,
-            },
-            _ => Rule::FixedWindow {
-                limit: config.limit,
-                window: config.period,
-            },
-        };
-        let bounds = Bounds::new(&policy.name, max_keys, Overflow::Deny);
-        TestLimiter {
-            model: Inner::Bounded(
-                Arc::new(Mutex::new(BoundedModel::new(rule, bounds))),
-                policy.name.clone(),
-            ),
-            calls: Arc::default(),
-        }
-    }
-
-    /// Forgets what can be forgotten (the demo's limiter; others keep all).
-    pub fn sweep(&self, now: Timestamp) {
-        if let Inner::Bounded(model, policy) = &self.model {
-            let mut m = model.lock().unwrap_or_else(|p| p.into_inner());
-            let before = m.counts;
-            m.sweep(now.as_nanos());
-            m.counts.record_since(&before, policy);
         }
     }
 
@@ -100,14 +52,8 @@ impl TestLimiter {
 
 impl Clone for TestLimiter {
     fn clone(&self) -> Self {
-        let model = match &self.model {
-            Inner::Model(m) => Inner::Model(Mutex::new(
-                m.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-            )),
-            Inner::Bounded(m, policy) => Inner::Bounded(m.clone(), policy.clone()),
-        };
         TestLimiter {
-            model,
+            model: Mutex::new(self.model.lock().unwrap_or_else(|p| p.into_inner()).clone()),
             calls: self.calls.clone(),
         }
     }
@@ -115,25 +61,14 @@ impl Clone for TestLimiter {
 
 impl RateLimiter for TestLimiter {
     fn check(&self, key: &str, now: Timestamp) -> Decision {
-        match &self.model {
-            Inner::Model(model) => {
-                self.calls
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push((key.to_string(), now.as_nanos()));
-                model
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .decide(key, now.as_nanos())
-            }
-            Inner::Bounded(model, policy) => {
-                let mut m = model.lock().unwrap_or_else(|p| p.into_inner());
-                let before = m.counts;
-                let d = m.check(key, now.as_nanos(), false);
-                m.counts.record_since(&before, policy);
-                d
-            }
-        }
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((key.to_string(), now.as_nanos()));
+        self.model
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .decide(key, now.as_nanos())
     }
 }
 
@@ -307,31 +242,14 @@ pub struct Parts {
 /// constructor's answer.
 pub type BuildLayer = fn(Parts) -> Result<Box<dyn Layered>, PolicyError>;
 
-/// Puts the learner's layer on an axum router, for the end-to-end check
-/// (a manual clock) and the demo server (a real one).
+/// Puts the learner's layer on an axum router, for the end-to-end check.
 pub type BuildRouter = fn(
     axum::Router,
     TestLimiter,
     Policy,
     super::KeyRule,
-    AnyClock,
+    ManualClock,
 ) -> Result<axum::Router, PolicyError>;
-
-/// Either clock, so that one build of the layer serves both.
-#[derive(Clone, Debug)]
-pub enum AnyClock {
-    Manual(ManualClock),
-    Monotonic(super::MonotonicClock),
-}
-
-impl super::Clock for AnyClock {
-    fn now(&self) -> Timestamp {
-        match self {
-            AnyClock::Manual(c) => c.now(),
-            AnyClock::Monotonic(c) => c.now(),
-        }
-    }
-}
 
 /// One implementation of lesson 07 compiled into its test binary.
 #[derive(Clone, Copy)]

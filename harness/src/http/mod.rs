@@ -34,7 +34,6 @@ pub mod checks;
 pub mod drive;
 pub mod exchange;
 pub mod gen;
-pub mod load;
 pub mod model;
 pub mod serve;
 mod suite;

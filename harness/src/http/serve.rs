@@ -1,9 +1,7 @@
-//! The layer in a real axum server on a loopback port: the end-to-end check
-//! and the workshop's demo server.
+//! The layer in a real axum server on a loopback port: the end-to-end check.
+//! (The workshop's demo server, `cargo run -- serve`, is the demo crate's.)
 
-use std::io::Write as _;
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -11,10 +9,9 @@ use axum::http::{Request, Response};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
-use super::drive::{AnyClock, Echo, HttpVariant, TestLimiter};
-use super::{KeyRule, LayerError, ManualClock, MonotonicClock, Policy, Report, UNKNOWN_CLIENT};
+use super::drive::{Echo, HttpVariant, TestLimiter};
+use super::{KeyRule, LayerError, ManualClock, Policy, Report, UNKNOWN_CLIENT};
 use crate::models::Algorithm;
 use crate::time::Timestamp;
 
@@ -71,7 +68,7 @@ async fn serve(
         TestLimiter::new(algorithm, &policy),
         policy.clone(),
         KeyRule::by_address().reporting_to(report),
-        AnyClock::Manual(ManualClock::new(Timestamp::ZERO)),
+        ManualClock::new(Timestamp::ZERO),
     )
     .map_err(|e| format!("RateLimitLayer::new refused a valid policy: {e:?}"))?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -223,131 +220,4 @@ async fn burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String>
         ));
     }
     Ok(())
-}
-
-/// Resolves when the process that started this one ends (on Unix: the
-/// parent changes), so that a demo server never outlives its command.
-async fn parent_gone() {
-    #[cfg(unix)]
-    {
-        let parent = std::os::unix::process::parent_id();
-        let mut every = tokio::time::interval(Duration::from_millis(500));
-        loop {
-            every.tick().await;
-            if std::os::unix::process::parent_id() != parent {
-                return;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    std::future::pending::<()>().await
-}
-
-/// The process's Prometheus recorder, installed as the global recorder the
-/// first time a demo server is built.
-fn prometheus() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            let recorder = PrometheusBuilder::new().build_recorder();
-            let handle = recorder.handle();
-            // Another recorder already installed (by a test of its own)
-            // keeps its place; /metrics then shows only what reaches this one.
-            let _ = metrics::set_global_recorder(recorder);
-            handle
-        })
-        .clone()
-}
-
-/// The demo's policy: 5 requests per 10 s per client.
-pub fn demo_policy() -> Policy {
-    Policy::new("demo", 5, Duration::from_secs(10))
-}
-
-/// The demo API: the layer under test over lesson 09's bounded limiter (the
-/// harness's model of it, 10_000 keys, reporting through `metrics`), and
-/// `/metrics` beside it, outside the limit, in Prometheus's text format.
-/// Returns the router and the limiter, for a task that sweeps it.
-pub fn demo_router(
-    variant: HttpVariant,
-    algorithm: Algorithm,
-    clock: MonotonicClock,
-) -> Result<(axum::Router, TestLimiter), String> {
-    let policy = demo_policy();
-    let keys = KeyRule::by_address()
-        .with_api_key("x-api-key")
-        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
-        .expect("a valid key rule");
-    let handle = prometheus();
-    let limiter = TestLimiter::metered(algorithm, &policy, 10_000);
-    let site = axum::Router::new().fallback(|| async { "hello from the demo API\n" });
-    let router = (variant.router)(
-        site,
-        limiter.clone(),
-        policy,
-        keys,
-        AnyClock::Monotonic(clock),
-    )
-    .map_err(|e| format!("RateLimitLayer::new refused the demo's policy: {e}"))?;
-    let router = router.route(
-        "/metrics",
-        axum::routing::get(move || {
-            let handle = handle.clone();
-            async move { handle.render() }
-        }),
-    );
-    Ok((router, limiter))
-}
-
-/// Sweeps the demo's limiter once a second, on the server's clock.
-async fn sweeping(limiter: TestLimiter, clock: MonotonicClock) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        every.tick().await;
-        limiter.sweep(super::Clock::now(&clock));
-    }
-}
-
-/// The workshop's demo: the layer under test in an axum API on a loopback
-/// port, with the kata's model of lesson 09's limiter behind it and a real
-/// clock, and `/metrics`; prints the URL and curl lines, and serves until
-/// stopped.
-pub fn demo(variant: HttpVariant, algorithm: Algorithm, port: u16) {
-    let clock = MonotonicClock::new();
-    let (router, limiter) =
-        demo_router(variant, algorithm, clock).unwrap_or_else(|e| panic!("{e}"));
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a runtime");
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .unwrap_or_else(|e| panic!("cannot listen on 127.0.0.1:{port}: {e} (choose another with --port)"));
-        let addr = listener.local_addr().expect("an address");
-        println!(
-            "Serving {} on http://{addr}/ with policy \"demo\": 5 requests per 10 s per client.\n\
-             Try, in another terminal:\n\
-             \x20 curl -i http://{addr}/\n\
-             \x20 curl -i -H 'x-api-key: my-key' http://{addr}/\n\
-             \x20 curl -i -H 'X-Forwarded-For: 203.0.113.7' http://{addr}/   (127.0.0.1 is a trusted proxy here)\n\
-             \x20 curl http://{addr}/metrics   (Prometheus's text format; not limited)\n\
-             \x20 cargo run -- load http://{addr}/ --rate 20 --seconds 5   (a load, and a verdict)\n\
-             Stop with Ctrl-C.",
-            variant.file
-        );
-        tokio::spawn(sweeping(limiter, clock));
-        let serve = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>());
-        tokio::select! {
-            // Whoever read our output may be gone too: say it if we can.
-            _ = parent_gone() => {
-                let _ = writeln!(std::io::stdout(), "stopped: the command that started the server ended");
-            }
-            r = serve => if let Err(e) = r { eprintln!("the server stopped: {e}") },
-            _ = tokio::signal::ctrl_c() => {
-                let _ = writeln!(std::io::stdout(), "stopped");
-            }
-        }
-    });
 }

@@ -104,15 +104,6 @@ macro_rules! http_tests {
         fn compare_with_reference() {
             lesson().print_comparison(&::std::env::var("KATA_COMPARE").unwrap_or_default());
         }
-
-        /// Run by `cargo run -- serve` (it sets `KATA_SERVE_PORT`).
-        #[test]
-        #[ignore = "run by `cargo run -- serve`"]
-        fn demo_server() {
-            lesson().demo(
-                ::std::env::var("KATA_SERVE_PORT").ok().and_then(|p| p.parse().ok()).unwrap_or(3000),
-            );
-        }
     };
 }
 

@@ -12,7 +12,7 @@ macro_rules! __http_variant {
 
             #[allow(unused_imports)]
             use $crate::http::drive::probe::{Fails as _, Works as _};
-            use $crate::http::drive::{AnyClock, Driven, HttpVariant, TestLimiter};
+            use $crate::http::drive::{Driven, HttpVariant, TestLimiter};
             use $crate::http::ManualClock;
 
             pub const VARIANT: HttpVariant = HttpVariant {
@@ -37,7 +37,7 @@ macro_rules! __http_variant {
                         .works()
                 },
                 router: |router, limiter, policy, keys, clock| {
-                    let layer = on_std::imp::$layer::<TestLimiter, AnyClock>::new(
+                    let layer = on_std::imp::$layer::<TestLimiter, ManualClock>::new(
                         ::std::sync::Arc::new(limiter),
                         policy,
                         keys,

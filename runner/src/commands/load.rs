@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use super::{Done, Refusal};
 
-/// `cargo run -- load URL`: the harness's load, its table and its verdict.
+/// `cargo run -- load URL`: the load, its table and its verdict.
 pub fn load(url: &str, rate: u32, seconds: u32) -> Done {
-    let load = kata::http::load::Load::new(url, rate, seconds).map_err(Refusal)?;
+    let load = kata_runner::load::Load::new(url, rate, seconds).map_err(Refusal)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -16,7 +16,7 @@ pub fn load(url: &str, rate: u32, seconds: u32) -> Done {
         "sending {} requests to {url}, {rate} a second for {seconds} s ...",
         u64::from(rate) * u64::from(seconds)
     );
-    let report = runtime.block_on(kata::http::load::run(&load));
+    let report = runtime.block_on(kata_runner::load::run(&load));
     print!("{}", report.render());
     Ok(if report.verdict().is_ok() {
         ExitCode::SUCCESS

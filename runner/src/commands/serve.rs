@@ -1,4 +1,5 @@
-//! `cargo run -- serve`: an API wearing the learner's layer of lesson 07.
+//! `cargo run -- serve`: an API wearing the learner's layer of lesson 07,
+//! built by the demo crate (`demo/`).
 
 use std::path::Path;
 
@@ -7,14 +8,14 @@ use kata_runner::suite;
 
 use super::{exit_code, Done, Refusal};
 
-/// `cargo run -- serve`: the lesson 07 test binary's demo server, in the
-/// foreground, its output straight to the terminal.
+/// `cargo run -- serve`: the demo crate's `serve` binary, built with only
+/// the serving lesson's file in it (the learner's, or the reference's), in
+/// the foreground, its output straight to the terminal.
 pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
     let entry = lessons
         .iter()
         .find(|e| e.kind.serves())
         .ok_or_else(|| Refusal("no lesson of this kata is an HTTP layer".into()))?;
-    let subject = if reference { "reference" } else { "learner" };
     println!(
         "building {} ({}) ...",
         entry.name,
@@ -24,13 +25,21 @@ pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done
             "your layer"
         }
     );
+    // The demo crate of this runner's kata, over the kata being served.
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/Cargo.toml");
     let mut command = std::process::Command::new(suite::cargo());
     command
         .current_dir(root)
-        .args(["test", "--quiet", "--test", &entry.name, "--"])
-        .args(["--ignored", "--exact", "demo_server", "--nocapture"])
-        .env("KATA_SUBJECT", subject)
-        .env("KATA_SERVE_PORT", port.to_string())
+        .arg("run")
+        .arg("--quiet")
+        .arg("--manifest-path")
+        .arg(&demo)
+        .args(["--bin", "serve", "--", "--port", &port.to_string()])
+        .env("KATA_DEMO_ROOT", root)
+        .env(
+            "KATA_DEMO_SUBJECT",
+            if reference { "reference" } else { "learner" },
+        )
         .env("RUST_BACKTRACE", "0")
         .stdout(std::process::Stdio::piped());
     // Stopped with the runner, however the runner is stopped: cargo gets
@@ -49,17 +58,11 @@ pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done
     let mut child = command
         .spawn()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
-    // The server's lines, without libtest's around them.
+    // The server's lines, as they come.
     if let Some(out) = child.stdout.take() {
         use std::io::BufRead as _;
         for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            let libtest = line.starts_with("running ")
-                || line.starts_with("test ")
-                || line.starts_with("test result:")
-                || line.trim().is_empty();
-            if !libtest {
-                println!("{line}");
-            }
+            println!("{line}");
         }
     }
     let status = child

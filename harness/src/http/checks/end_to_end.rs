@@ -1,5 +1,4 @@
-//! The layer in a real axum server on a loopback port, and the workshop's
-//! demo server.
+//! The layer in a real axum server on a loopback port.
 
 use std::time::Duration;
 
@@ -23,10 +22,5 @@ impl HttpLesson {
             Ok(Err(e)) => panic!("{} over a real socket: {e}", self.whose()),
             Err(stop) => panic!("{} over a real socket: {}", self.whose(), stop.text()),
         }
-    }
-
-    /// The workshop's demo server (`cargo run -- serve`).
-    pub fn demo(&self, port: u16) {
-        crate::http::serve::demo(self.tested(), self.facts.algorithm, port);
     }
 }
