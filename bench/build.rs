@@ -32,9 +32,21 @@ fn main() {
         None => code.push_str(
             "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
         ),
-        Some(l) if l.kind == kata_catalog::Kind::RedisLimiter => code.push_str(
-            "/// Lesson 08's limiter talks to Redis: not measured here.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
-        ),
+        // The kinds measured here: the limiters in memory and the layer.
+        // Any other (lesson 08's, which talks to Redis) is not.
+        Some(l)
+            if !matches!(
+                l.kind,
+                kata_catalog::Kind::Limiter
+                    | kata_catalog::Kind::SharedLimiter
+                    | kata_catalog::Kind::BoundedLimiter
+                    | kata_catalog::Kind::HttpLayer
+            ) =>
+        {
+            code.push_str(
+                "/// Not measured here.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
+            )
+        }
         Some(l) if l.kind == kata_catalog::Kind::HttpLayer => {
             code.push_str("/// Not a limiter: see `LAYER`.\npub const LESSON: Option<Lesson> = None;\n");
             let body = format!(
