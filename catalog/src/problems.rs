@@ -287,7 +287,7 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
         "mistakes",
         "tests",
         "catalog",
-        "harness",
+        "src",
         "runner",
         "bench",
         "scripts",

@@ -218,7 +218,7 @@ fn fingerprint(root: &Path, entry: &Entry) -> u64 {
         root.join(format!("solutions/{}.rs", entry.name)),
     ];
     for dir in [
-        "harness/src".to_string(),
+        "src".to_string(),
         "catalog/src".to_string(),
         "solutions".to_string(),
         "tests/snapshots".to_string(),

@@ -107,7 +107,7 @@ fn package(dir: &Path, name: &str, dependencies: &str) -> String {
          [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
          rstest = {{ version = \"0.29\", default-features = false }}\n{dependencies}\n\
          [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
-        harness = format!("{ROOT}/harness"),
+        harness = format!("{ROOT}/src"),
         catalog = format!("{ROOT}/catalog"),
     )
 }

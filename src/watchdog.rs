@@ -454,7 +454,7 @@ mod tests {
         assert!(matches!(stop, Stop::Hung(_)));
         assert!(text.contains("request #5"), "{text}");
         assert!(
-            text.contains("compare_exchange at harness/src/watchdog.rs"),
+            text.contains("compare_exchange at src/watchdog.rs"),
             "{text}"
         );
         assert!(text.contains("stopped it there"), "{text}");
