@@ -32,17 +32,7 @@ fn main() {
         None => code.push_str(
             "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
         ),
-        // The kinds measured here: the limiters in memory and the layer.
-        // Any other (lesson 08's, which talks to Redis) is not.
-        Some(l)
-            if !matches!(
-                l.kind,
-                kata_catalog::Kind::Limiter
-                    | kata_catalog::Kind::SharedLimiter
-                    | kata_catalog::Kind::BoundedLimiter
-                    | kata_catalog::Kind::HttpLayer
-            ) =>
-        {
+        Some(l) if !l.kind.measured() => {
             code.push_str(
                 "/// Not measured here.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
             )

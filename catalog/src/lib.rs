@@ -90,6 +90,12 @@ impl Kind {
         self == Kind::HttpLayer
     }
 
+    /// Whether `cargo run -- bench` measures a lesson of this kind (in
+    /// memory: lesson 08's cost is a round trip to Redis).
+    pub fn measured(self) -> bool {
+        self != Kind::RedisLimiter
+    }
+
     /// Whether the subject is raced by the loom scenarios.
     pub fn concurrent(self) -> bool {
         match self {

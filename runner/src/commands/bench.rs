@@ -11,9 +11,14 @@ use super::{exit_code, Done, Refusal};
 /// `cargo run -- bench N`: the bench crate's `versus` binary, built with
 /// only this lesson's learner file in it, in release mode.
 pub fn bench(root: &Path, entry: &Entry) -> Done {
-    if entry.kind == kata_catalog::Kind::RedisLimiter {
+    if !entry.kind.measured() {
+        let why = if entry.kind.needs_redis() {
+            "its cost is a round trip to Redis, which it does not measure yet"
+        } else {
+            "it does not measure this kind of lesson"
+        };
         return Err(Refusal(format!(
-            "`bench` measures limiters in memory; {}'s cost is a round trip to Redis, which it does not measure yet",
+            "`bench` measures limiters in memory; {}: {why}",
             entry.name
         )));
     }
