@@ -5,9 +5,12 @@
 //! (what it is, why learners write it, and the `//! Shows: <text>` lines its
 //! failure must print), then a unified diff of `solutions/lesson_NN.rs`.
 //! The file compiled as the mistake is the reference with the diff applied
-//! and its own `//!` lines in place of the reference's. `patch
-//! solutions/lesson_NN.rs < mistakes/lesson_NN/<name>.diff` applies it too
-//! (patch skips the explanation as text before the diff).
+//! and its own `//!` lines in place of the reference's. The hunks count
+//! lines in the whole reference but never take its `//!` lines as context,
+//! so `patch -o /tmp/mistake.rs solutions/lesson_NN.rs
+//! mistakes/lesson_NN/<name>.diff` applies it too (patch skips the
+//! explanation as text before the diff), and rewording the reference's
+//! explanation never stops a mistake from applying.
 //!
 //! A hunk applies where its lines are, exactly: at the line it names, or,
 //! when the reference grew or shrank above it, at the nearest place its
@@ -60,12 +63,20 @@ impl Mistake {
             );
         }
         let mut hunks: Vec<Hunk> = Vec::new();
+        // The lines the current hunk's header says are still to come: of
+        // the reference (context and removed) and of the mistake (context
+        // and added).
+        let (mut old_left, mut new_left) = (0usize, 0usize);
         for (i, line) in lines.iter().enumerate().skip(explanation.len()) {
             let number = i + 1;
             if let Some(header) = line.strip_prefix("@@ ") {
-                let old_start = hunk_start(header).ok_or_else(|| {
+                if old_left + new_left > 0 {
+                    return Err(short_hunk(&hunks, old_left, new_left));
+                }
+                let (old_start, old_count, new_count) = hunk_header(header).ok_or_else(|| {
                     format!("line {number}: {line:?} is not a hunk header (`@@ -a,b +c,d @@`)")
                 })?;
+                (old_left, new_left) = (old_count, new_count);
                 hunks.push(Hunk {
                     old_start,
                     at: number,
@@ -82,19 +93,39 @@ impl Mistake {
                     "line {number}: {line:?} comes before the first hunk (`@@ -a,b +c,d @@`)"
                 ));
             };
+            if line.starts_with('\\') {
+                continue; // "\ No newline at end of file"
+            }
             let (tag, rest) = line.split_at(line.len().min(1));
-            hunk.lines.push(match tag {
+            let parsed = match tag {
+                // A context line whose space an editor trimmed is still one.
                 " " | "" => Line::Same(rest.to_string()),
                 "-" => Line::Removed(rest.to_string()),
                 "+" => Line::Added(rest.to_string()),
-                "\\" => continue, // "\ No newline at end of file"
                 _ => {
                     return Err(format!(
                         "line {number}: {line:?} is not a line of a hunk (it must start with ' ', \
                          '-' or '+')"
                     ))
                 }
-            });
+            };
+            let (old, new) = match parsed {
+                Line::Same(_) => (1, 1),
+                Line::Removed(_) => (1, 0),
+                Line::Added(_) => (0, 1),
+            };
+            if old > old_left || new > new_left {
+                return Err(format!(
+                    "line {number}: {line:?} is past the end of the hunk at line {}, whose header \
+                     counts its lines",
+                    hunk.at
+                ));
+            }
+            (old_left, new_left) = (old_left - old, new_left - new);
+            hunk.lines.push(parsed);
+        }
+        if old_left + new_left > 0 {
+            return Err(short_hunk(&hunks, old_left, new_left));
         }
         if hunks.is_empty() {
             return Err("the file has no hunk: a mistake changes the reference somewhere".into());
@@ -175,9 +206,25 @@ pub fn shows(text: &str) -> Vec<String> {
 }
 
 /// `-a,b +c,d @@` → `a`.
-fn hunk_start(header: &str) -> Option<usize> {
-    let old = header.strip_prefix('-')?.split_whitespace().next()?;
-    old.split(',').next()?.parse().ok()
+/// The error for a hunk that ends before its header's counts.
+fn short_hunk(hunks: &[Hunk], old_left: usize, new_left: usize) -> String {
+    let at = hunks.last().map_or(0, |h| h.at);
+    format!(
+        "the hunk at line {at} ends {old_left} line(s) of the reference and {new_left} of the \
+         mistake short of what its header counts"
+    )
+}
+
+/// `-a,b +c,d @@` → `(a, b, d)` (a missing count is 1).
+fn hunk_header(header: &str) -> Option<(usize, usize, usize)> {
+    let mut parts = header.split_whitespace();
+    let range = |part: &str| -> Option<(usize, usize)> {
+        let (start, count) = part.split_once(',').unwrap_or((part, "1"));
+        Some((start.parse().ok()?, count.parse().ok()?))
+    };
+    let (a, b) = range(parts.next()?.strip_prefix('-')?)?;
+    let (_, d) = range(parts.next()?.strip_prefix('+')?)?;
+    (parts.next()? == "@@").then_some((a, b, d))
 }
 
 /// Where `old` occurs in `lines` at or after `floor`, nearest to `wanted`.
@@ -203,12 +250,13 @@ fn nearest_match(lines: &[String], old: &[&str], wanted: usize, floor: usize) ->
 
 /// Writes a mistake's file: `edited` is a copy of `reference` with the bug
 /// in it and, as its leading `//!` lines, the mistake's explanation. The
-/// diff names its two files as `reference_path` and `mistake_path`.
+/// diff names its two files as `reference_path` and `applied_path` (where
+/// the build writes the mistake whole).
 pub fn write(
     reference: &str,
     edited: &str,
     reference_path: &str,
-    mistake_path: &str,
+    applied_path: &str,
 ) -> Result<String, String> {
     let explanation: Vec<&str> = edited
         .lines()
@@ -220,15 +268,21 @@ pub fn write(
                 .into(),
         );
     }
-    let old: Vec<&str> = reference.lines().collect();
-    // The reference's own explanation stays: the diff is of the code.
-    let mut new: Vec<&str> = old
-        .iter()
-        .take_while(|l| l.starts_with("//!"))
-        .copied()
-        .collect();
-    new.extend(edited.lines().skip(explanation.len()));
-    let hunks = unified(&old, &new);
+    let lines: Vec<&str> = reference.lines().collect();
+    let header = lines.iter().take_while(|l| l.starts_with("//!")).count();
+    if explanation == lines[..header] {
+        return Err(
+            "the edited file's `//!` lines are the reference's: write the mistake's explanation \
+             there (what the bug is, why learners write it, its `//! Shows:` lines)"
+                .into(),
+        );
+    }
+    // The diff is of the code: neither explanation is context, so that
+    // rewording the reference's never stops a mistake from applying. Its
+    // lines are counted in the whole reference, as `patch` counts them.
+    let old = &lines[header..];
+    let new: Vec<&str> = edited.lines().skip(explanation.len()).collect();
+    let hunks = unified(old, &new, header);
     if hunks.is_empty() {
         return Err("the edited file's code is the reference's: there is no bug in it".into());
     }
@@ -237,14 +291,15 @@ pub fn write(
         let _ = writeln!(text, "{line}");
     }
     let _ = writeln!(text, "--- {reference_path}");
-    let _ = writeln!(text, "+++ {mistake_path}");
+    let _ = writeln!(text, "+++ {applied_path}");
     text.push_str(&hunks);
     Ok(text)
 }
 
 /// The hunks of a unified diff from `old` to `new`, with [`CONTEXT`] lines
-/// of context, from a longest common subsequence.
-fn unified(old: &[&str], new: &[&str]) -> String {
+/// of context, from a longest common subsequence; both counted from line
+/// `skipped + 1` of their files.
+fn unified(old: &[&str], new: &[&str], skipped: usize) -> String {
     // lcs[i][j]: the longest common subsequence of old[i..] and new[j..].
     let mut lcs = vec![vec![0u32; new.len() + 1]; old.len() + 1];
     for i in (0..old.len()).rev() {
@@ -291,8 +346,8 @@ fn unified(old: &[&str], new: &[&str]) -> String {
         let new_count = part.iter().filter(|s| s.0 != '-').count();
         let (old_at, new_at) = (part[0].1, part[0].2);
         // An empty side is named by the line before it, as diff(1) does.
-        let old_start = if old_count == 0 { old_at } else { old_at + 1 };
-        let new_start = if new_count == 0 { new_at } else { new_at + 1 };
+        let old_start = skipped + if old_count == 0 { old_at } else { old_at + 1 };
+        let new_start = skipped + if new_count == 0 { new_at } else { new_at + 1 };
         let _ = writeln!(
             text,
             "@@ -{old_start},{old_count} +{new_start},{new_count} @@"
@@ -375,6 +430,39 @@ mod tests {
             let applied = Mistake::parse(&text).unwrap().apply(REFERENCE).unwrap();
             assert_eq!(applied, mistake, "{text}");
         }
+    }
+
+    #[test]
+    fn the_reference_s_explanation_is_never_context() {
+        // A bug on the first line of code: its context stops at the code.
+        let mistake = edited(("\nfn a() {}", "\nfn a() { b() }"));
+        let text = write(REFERENCE, &mistake, "a", "b").unwrap();
+        assert!(!text.contains(" //! The reference."), "{text}");
+        assert!(text.contains("@@ -2,"), "{text}");
+        let reworded = REFERENCE.replace(
+            "//! The reference.\n",
+            "//! The reference,\n//! reworded.\n",
+        );
+        let applied = Mistake::parse(&text).unwrap().apply(&reworded).unwrap();
+        assert_eq!(applied, mistake);
+        let own = format!("//! The reference.{}", mistake.split_once('\n').unwrap().1);
+        let own = own.replace("//!\n//! Shows: at request #2\n", "");
+        assert!(write(REFERENCE, &own, "a", "b")
+            .unwrap_err()
+            .contains("are the reference's"));
+    }
+
+    #[test]
+    fn a_hunk_holds_the_lines_its_header_counts() {
+        let text = write(REFERENCE, &edited(("x < y", "x <= y")), "a", "b").unwrap();
+        let long = format!("{text}+    stray();\n");
+        let e = Mistake::parse(&long).unwrap_err();
+        assert!(e.contains("past the end of the hunk"), "{e}");
+        let blank = format!("{text}\n");
+        assert!(Mistake::parse(&blank).unwrap_err().contains("past the end"));
+        let short = text.trim_end().rsplit_once('\n').unwrap().0.to_string();
+        let e = Mistake::parse(&short).unwrap_err();
+        assert!(e.contains("short of what its header counts"), "{e}");
     }
 
     #[test]

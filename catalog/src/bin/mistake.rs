@@ -35,8 +35,16 @@ fn run(root: &Path, args: &[String]) -> Result<(), String> {
         [c, l, n, ..] => (c.as_str(), lesson_name(l)?, n.as_str()),
         _ => return Err(USAGE.into()),
     };
+    if !kata_catalog::is_subject_name(name) {
+        return Err(format!(
+            "{name:?} cannot name a mistake: it must be a Rust identifier, and not one of the \
+             names the lesson's test binary already uses ({})",
+            kata_catalog::RESERVED.join(", ")
+        ));
+    }
     let reference_path = format!("solutions/{lesson}.rs");
     let mistake_path = format!("mistakes/{lesson}/{name}.diff");
+    let applied_path = format!("target/mistakes/{lesson}/{name}.rs");
     let read = |path: &Path| {
         std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
     };
@@ -52,7 +60,7 @@ fn run(root: &Path, args: &[String]) -> Result<(), String> {
         }
         ("save", [edited]) => {
             let edited = read(&PathBuf::from(edited))?;
-            let text = mistake::write(&reference, &edited, &reference_path, &mistake_path)?;
+            let text = mistake::write(&reference, &edited, &reference_path, &applied_path)?;
             // What is saved must give back the file it was saved from.
             let back = Mistake::parse(&text).and_then(|m| m.apply(&reference))?;
             if back != edited {
@@ -61,7 +69,9 @@ fn run(root: &Path, args: &[String]) -> Result<(), String> {
                      newline, or with blank lines?); nothing written"
                 ));
             }
-            std::fs::write(root.join(&mistake_path), text)
+            let file = root.join(&mistake_path);
+            std::fs::create_dir_all(file.parent().expect("a file in a folder"))
+                .and_then(|()| std::fs::write(&file, text))
                 .map_err(|e| format!("cannot write {mistake_path}: {e}"))?;
             eprintln!("wrote {mistake_path}");
             Ok(())
