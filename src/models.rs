@@ -505,3 +505,14 @@ mod tests {
         assert_eq!(tb(u64::MAX, Duration::from_nanos(1)), Ok(()));
     }
 }
+
+#[cfg(test)]
+mod catalog_agrees {
+    /// The catalog refuses an algorithm the harness does not have, with a
+    /// sentence: its list must be the harness's.
+    #[test]
+    fn the_catalog_names_every_algorithm() {
+        let names: Vec<&str> = super::Algorithm::ALL.iter().map(|a| a.name()).collect();
+        assert_eq!(names, kata_catalog::ALGORITHMS);
+    }
+}

@@ -22,11 +22,17 @@ mod problems;
 
 pub use problems::{book_problems, problems};
 
+/// The rules a lesson may follow: the variants of the harness's
+/// `Algorithm` (its tests check that they are these).
+pub const ALGORITHMS: [&str; 4] = ["FixedWindow", "SlidingLog", "SlidingCounter", "TokenBucket"];
+
 /// Where the catalog lives, relative to the kata's root.
 pub const FILE: &str = "lessons/lessons.toml";
 
-/// How a timeline drives a lesson's subject: each kind has a driver in the
-/// harness (`kata::drive`) and a set of standard checks.
+/// How a timeline drives a lesson's subject: each kind is a module of the
+/// harness ([`Kind::module`]: its `variant!`, `Lesson` and `suite!`). Every
+/// property of a kind below is an exhaustive `match`, so that a new kind
+/// must say what it is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     /// `check(&mut self, key, now) -> Decision` on one thread.
@@ -82,18 +88,30 @@ impl Kind {
     /// Whether its tests start a `redis-server` of their own (the runner
     /// says so when there is none).
     pub fn needs_redis(self) -> bool {
-        self == Kind::RedisLimiter
+        match self {
+            Kind::RedisLimiter => true,
+            Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => false,
+        }
     }
 
     /// Whether `cargo run -- serve` serves a lesson of this kind.
     pub fn serves(self) -> bool {
-        self == Kind::HttpLayer
+        match self {
+            Kind::HttpLayer => true,
+            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => {
+                false
+            }
+        }
     }
 
-    /// Whether `cargo run -- bench` measures a lesson of this kind (in
-    /// memory: lesson 08's cost is a round trip to Redis).
+    /// Whether `cargo run -- bench` measures a lesson of this kind (the
+    /// bench crate's build script writes its code; lesson 08's cost is a
+    /// round trip to Redis, not measured).
     pub fn measured(self) -> bool {
-        self != Kind::RedisLimiter
+        match self {
+            Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => true,
+            Kind::RedisLimiter => false,
+        }
     }
 
     /// Whether the subject is raced by the loom scenarios.
@@ -261,10 +279,23 @@ impl Catalog {
             }
             seen.push(lesson.number);
             if let Some(b) = lesson.baseline {
-                if b == lesson.number || !self.lessons.iter().any(|l| l.number == b) {
+                let Some(base) = self
+                    .lessons
+                    .iter()
+                    .find(|l| l.number == b && b != lesson.number)
+                else {
                     return Err(format!(
                         "{FILE}: lesson {}'s baseline {b} is not another lesson of the catalog",
                         lesson.number
+                    ));
+                };
+                // A baseline is driven as a limiter: `new(limit, period)`, `check`.
+                if !matches!(base.kind, Kind::Limiter | Kind::SharedLimiter) {
+                    return Err(format!(
+                        "{FILE}: lesson {}'s baseline {b} is a {} lesson; a baseline must be a \
+                         limiter or a shared limiter",
+                        lesson.number,
+                        base.kind.id()
                     ));
                 }
             }
@@ -283,16 +314,13 @@ impl Catalog {
                 ));
             }
             for file in lesson.mistakes.iter().chain(&lesson.alternatives) {
-                if !is_ident(&file.name)
-                    || matches!(
-                        file.name.as_str(),
-                        "learner" | "stub" | "reference" | "baseline"
-                    )
-                {
+                if !is_subject_name(&file.name) {
                     return Err(format!(
                         "{}: {:?} cannot name a subject; a file name must be a Rust identifier \
-                         other than learner, stub, reference and baseline",
-                        file.path, file.name
+                         other than {}",
+                        file.path,
+                        file.name,
+                        RESERVED.join(", ")
                     ));
                 }
             }
@@ -317,6 +345,36 @@ fn files(dir: &Path, prefix: &str, extension: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// The names a lesson's test binary uses at its root, which no mistake or
+/// alternative may take: the subjects it always has, the modules of the
+/// check groups and of the rules lessons 08 and 09 run per rule, and the
+/// function that gives the lesson.
+pub const RESERVED: [&str; 18] = [
+    "learner",
+    "stub",
+    "reference",
+    "baseline",
+    "lesson",
+    "examples",
+    "config",
+    "property",
+    "snapshot",
+    "loom",
+    "race",
+    "fault",
+    "end_to_end",
+    "source",
+    "fixed_window",
+    "sliding_log",
+    "token_bucket",
+    "gcra",
+];
+
+/// Whether `name` can name a mistake or an alternative.
+pub fn is_subject_name(name: &str) -> bool {
+    is_ident(name) && !RESERVED.contains(&name)
 }
 
 fn is_ident(name: &str) -> bool {
@@ -409,21 +467,37 @@ pub fn build_script() {
         }
     };
     // The mistakes, applied, where a maintainer can open the file and line
-    // a failure names: `target/mistakes/lesson_NN/<name>.rs`.
+    // a failure names: `target/mistakes/lesson_NN/<name>.rs`. Applied again
+    // if that folder goes. `KATA_MISTAKES=off` leaves them out (mutation
+    // testing of the references, where a mutant the gallery's diffs no
+    // longer apply to must still build).
     let applied = target_dir(&out).join("mistakes");
+    println!("cargo::rerun-if-env-changed=KATA_MISTAKES");
+    println!("cargo::rerun-if-changed={}", applied.display());
+    let without_mistakes = std::env::var("KATA_MISTAKES").as_deref() == Ok("off");
     for lesson in &catalog.lessons {
+        let mut lesson = lesson.clone();
+        if without_mistakes {
+            lesson.mistakes.clear();
+        }
+        let folder = applied.join(lesson.name());
         for mistake in &lesson.mistakes {
-            match catalog.mistake_source(lesson, mistake) {
-                Ok(text) => {
-                    let file = applied
-                        .join(lesson.name())
-                        .join(format!("{}.rs", mistake.name));
-                    write_if_changed(&file, &text);
-                }
+            match catalog.mistake_source(&lesson, mistake) {
+                Ok(text) => write_if_changed(&folder.join(format!("{}.rs", mistake.name)), &text),
                 Err(e) => println!("cargo::error={e}"),
             }
         }
-        let code = generate(&catalog, lesson, &applied);
+        // A mistake renamed or removed leaves no file behind.
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let kept = name
+                .strip_suffix(".rs")
+                .is_some_and(|n| lesson.mistakes.iter().any(|m| m.name == n));
+            if !kept {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        let code = generate(&catalog, &lesson, &applied);
         write_if_changed(&out.join(format!("{}.rs", lesson.name())), &code);
     }
 }
@@ -585,6 +659,10 @@ mod tests {
             "//! MISTAKE: c\n@@ -3,3 +3,3 @@\n fn f() {\n-    a();\n+    c();\n }\n",
         );
         put("mistakes/lesson_01/whole.rs", "//! MISTAKE\n");
+        put(
+            "lessons/lesson_01.md",
+            "# Lesson 01 — T\n\n`mistakes/lesson_01/fine.rs` and `target/mistakes/lesson_01/fine.rs`\n",
+        );
         let catalog = Catalog::load(&root).unwrap();
         let lesson = catalog.lesson(1).unwrap();
         assert_eq!(
@@ -612,6 +690,12 @@ mod tests {
                 .any(|p| p.starts_with("mistakes/lesson_01/whole.rs is not a mistake")),
             "{found:#?}"
         );
+        let cited: Vec<_> = found
+            .iter()
+            .filter(|p| p.contains(": cites mistakes/"))
+            .collect();
+        assert_eq!(cited.len(), 1, "{found:#?}");
+        assert!(cited[0].starts_with("lessons/lesson_01.md: cites mistakes/lesson_01/fine.rs"));
     }
 
     #[test]
@@ -623,6 +707,12 @@ mod tests {
         assert!(e.contains("title"), "{e}");
         let e = parse::lessons("[[lesson]]\nnumber = one\n").unwrap_err();
         assert!(e.contains("line 2"), "{e}");
+        let e = parse::lessons("[[lesson]]\nnumber = 1\ntitle = \"x\"\nkind = \"limiter\"\ntype = \"X\"\nalgorithm = \"Gcra\"\n")
+            .unwrap_err();
+        assert!(
+            e.contains("line 6") && e.contains("FixedWindow, SlidingLog"),
+            "{e}"
+        );
         let e = parse::lessons("number = 1\n").unwrap_err();
         assert!(e.contains("[[lesson]]"), "{e}");
     }

@@ -64,12 +64,15 @@ fn lesson(at: usize, table: Vec<(usize, String, Value)>) -> Result<Lesson, Strin
             ("kind", Value::Text(t)) => {
                 kind = Some(Kind::parse(&t).map_err(|e| format!("line {line_no}: {e}"))?)
             }
-            ("type" | "algorithm", Value::Text(t)) if crate::is_ident(&t) => {
-                if key == "type" {
-                    type_name = Some(t)
-                } else {
-                    algorithm = Some(t)
-                }
+            ("type", Value::Text(t)) if crate::is_ident(&t) => type_name = Some(t),
+            ("algorithm", Value::Text(t)) if crate::ALGORITHMS.contains(&t.as_str()) => {
+                algorithm = Some(t)
+            }
+            ("algorithm", Value::Text(t)) => {
+                return Err(format!(
+                    "line {line_no}: algorithm {t:?} is not one of {}",
+                    crate::ALGORITHMS.join(", ")
+                ))
             }
             ("number" | "baseline", _) => return Err(wrong("a whole number")),
             ("title", _) => return Err(wrong("a string that is not empty")),

@@ -87,6 +87,30 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             ));
         }
     }
+    // A page that names a mistake as a whole file names one that is not
+    // kept: the file is its diff (the build writes the whole one under
+    // target/).
+    for page in ["README.md", "CONTRIBUTING.md", "ARCHITECTURE.md"]
+        .into_iter()
+        .map(String::from)
+        .chain(catalog.lessons.iter().map(|l| l.text()))
+    {
+        let text = read(&page).unwrap_or_default();
+        for (i, _) in text.match_indices("mistakes/lesson_") {
+            let after = &text[i..];
+            let path: String = after
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "_/.".contains(*c))
+                .collect();
+            let path = path.trim_end_matches('.');
+            if path.ends_with(".rs") && !text[..i].ends_with("target/") {
+                found.push(format!(
+                    "{page}: cites {path}, which the kata does not hold: a mistake is its .diff \
+                     (the build writes it whole into target/{path})"
+                ));
+            }
+        }
+    }
     // A mistake is its explanation and a diff: a whole copy of the reference
     // would go stale unseen when the reference changes.
     for lesson in &catalog.lessons {
