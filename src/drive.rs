@@ -1,29 +1,13 @@
-//! How a timeline drives a subject: the seam where a new kind of lesson
-//! plugs in.
-//!
-//! Every check speaks one language: a [`Timeline`](crate::timeline::Timeline)
-//! of `(key, now)` requests goes in, one [`Decision`] per request comes out,
-//! and the models, generators, renderers, minimiser and watchdog work on
-//! those alone. A *kind* of subject (`kind` in `lessons/lessons.toml`) says
-//! how a learner's type is built from a configuration and how one request of
-//! a timeline is put to it:
-//!
-//! | kind | the learner's type | driven by |
-//! |---|---|---|
-//! | `limiter` | `new(limit, period)`, `check(&mut self, key, now)` | [`Drive`] on one thread |
-//! | `shared-limiter` | `new(limit, period)`, `impl RateLimiter` | [`Drive`], and [`BuildShared`] for the loom scenarios |
-//! | `http-layer` | a tower `Layer` over a limiter | [`crate::http::drive`]: HTTP timelines, answered with statuses, headers and bodies |
-//! | `redis-limiter` | `new(rule, settings)`, `try_check` and `impl RateLimiter`, its state in Redis | [`crate::redis::drive`]: as one app server, and as three taking turns over one Redis |
-//! | `bounded-limiter` | `new(rule, bounds)`, `impl RateLimiter`, `sweep` and `keys_held` | [`crate::memory::drive`]: swept each time the clock moves on, and over loom for the races |
-//!
-//! A new kind is a module of its own (see [`crate::kind`]): its
-//! `variant!` compiles the learner's file and wraps its type in a variant of
-//! its own (for the checks every limiter passes, in something that
-//! implements [`Drive`], turning a timeline request into whatever the type
-//! takes and its answer back into a `Decision`, panicking with a sentence
-//! when the answer is not one); its `Lesson` implements
-//! [`Kind`](crate::kind::Kind) and holds its checks of what a `Decision`
-//! cannot say; its `suite!` names the tests. Everything else is reused.
+//! How a timeline drives a subject. Every check speaks one language: a
+//! [`Timeline`](crate::timeline::Timeline) of `(key, now)` requests goes
+//! in, one [`Decision`] per request comes out, and the models, generators,
+//! renderers, minimiser and watchdog work on those alone. A kind's
+//! `variant!` (see [`crate::kind`], where a new kind plugs in) wraps the
+//! learner's type in something that implements [`Drive`] (turning a
+//! timeline request into whatever the type takes, and its answer back into
+//! a `Decision`, panicking with a sentence when the answer is not one), as a
+//! [`Variant`]. The kinds and how each is driven: `ARCHITECTURE.md`, "The
+//! kinds of subject".
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,38 +9,40 @@
 //!   `ConfigError`, `RateLimiter`);
 //! - [`sync`]: the facade a learner file takes its primitives from, over std
 //!   and over loom;
-//! - [`drive`]: how a timeline drives each kind of subject (the seam where
-//!   a new kind of lesson plugs in);
-//! - [`models`]: an executable model of each algorithm, straight from the
-//!   contract (`lessons/CONTRACT.md`);
+//! - [`kind`]: a kind of lesson as a type, the seam where a new kind plugs
+//!   in (`Kind`, `Facts`, `Subjects`); [`drive`]: a subject driven one
+//!   request at a time, and one compiled implementation (`Variant`);
+//! - [`models`], [`rules`]: an executable model of each algorithm, straight
+//!   from the contract (`lessons/CONTRACT.md`), and the rules the kinds built
+//!   from a rule are checked under;
 //! - [`timeline`], [`gen`]: timelines, their notation and their generators;
 //! - [`render`]: tables and strip charts of timelines;
 //! - [`run`], [`snapshot`]: how the checks of every kind run their cases
 //!   (each watched, a test alone in a child process) and compare drawings
 //!   with their committed snapshots;
-//! - [`checks`], [`scenarios`]: the generic checks and the loom scenarios;
+//! - [`checks`], [`scenarios`]: the checks every limiter passes and the loom
+//!   scenarios;
 //! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
 //!   tested, what its source may use, how its panics and hangs become
 //!   readable failures, and file names as learners see them;
 //! - [`signals`]: a stack overflow reported as Rust reports it, once loom
 //!   has run in the process too;
-//! - [`http`]: the `http-layer` kind of lesson 07, whose subject is a tower
-//!   layer: its contract types, model, timelines, driver and checks;
-//! - [`redis`]: the `redis-limiter` kind of lesson 08, whose state lives in a
-//!   real `redis-server`: its contract types, the server, the proxy that
-//!   orders app servers' commands, the driver and checks;
-//! - [`memory`]: the `bounded-limiter` kind of lesson 09, a limiter that
-//!   holds at most `max_keys` keys and reports through `metrics`: its
-//!   contract types, model, driver and checks;
-//! - `macros`: [`lesson!`] and what it expands to, the tests every kind of
-//!   limiter shares (each kind's own are in its folder's `suite.rs`).
+//! - the kinds, a module each, holding its `variant!`, `Lesson` and `suite!`:
+//!   [`limiter`] (lesson 01) and [`shared_limiter`] (02–06), whose lesson is
+//!   [`checks::Lesson`]; [`http`], the `http-layer` kind of lesson 07, a
+//!   tower layer; [`redis`], the `redis-limiter` kind of lesson 08, its state
+//!   in a real `redis-server`, with the server and the proxy that orders app
+//!   servers' commands; [`memory`], the `bounded-limiter` kind of lesson 09,
+//!   at most `max_keys` keys, reporting through `metrics`;
+//! - `macros`: [`lesson!`] and `define_lesson!`, what every kind's
+//!   `variant!` uses, and the groups of tests the kinds of limiter share.
 //!
 //! Modules depend on each other in one direction only: the contract's types
 //! and file names, then the facade, then the watchdog, then timelines and
 //! models, then rendering, generators, drivers and scenarios, then how
-//! checks run and snapshots compare, then the checks; [`http`], [`redis`]
-//! and [`memory`] build on all of them, and nothing else depends on them
-//! but [`http`], whose demo server's limiter is [`memory`]'s model.
+//! checks run and snapshots compare, then the checks, then the kinds, which
+//! build on all of them and not on each other (but for the generic
+//! [`checks::Lesson`] lessons 08 and 09 run once per rule).
 
 pub mod checks;
 pub mod decision;

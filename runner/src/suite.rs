@@ -32,7 +32,9 @@ impl Kind {
     /// `gcra::config::every_pair_of_faults`). A test in no group (the
     /// baseline's) is a property.
     pub fn of(test: &str) -> Kind {
-        test.split("::")
+        let modules = test.rsplit_once("::").map_or("", |(modules, _)| modules);
+        modules
+            .split("::")
             .find_map(|part| {
                 Some(match part {
                     "examples" => Kind::Example,
@@ -516,6 +518,7 @@ mod tests {
         assert!(!Kind::of("token_bucket::source::uses_only_the_sync_facade").behavioural());
         // A name is not a group: only a whole module's name is.
         assert_eq!(Kind::of("property::loom_like_name"), Kind::Property);
+        assert_eq!(Kind::of("loom"), Kind::Property);
         assert_eq!(
             Kind::of("decides_like_the_lesson_05_reference"),
             Kind::Property

@@ -268,7 +268,7 @@ impl HttpVariant {
     }
 }
 
-/// A [`Layered`] over any layer: what the driver arm of `__variant!` wraps
+/// A [`Layered`] over any layer: what the `http-layer` kind's `variant!` wraps
 /// the learner's type in.
 pub struct Driven {
     /// A new service from a clone of the layer.

@@ -237,12 +237,28 @@ macro_rules! __source_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __group {
-    ($group:ident { $($items:tt)* }) => {
+    // Only the groups the runner knows: another name would be sorted as a
+    // property without a word.
+    (config $items:tt) => { $crate::__group!(@ config $items); };
+    (property $items:tt) => { $crate::__group!(@ property $items); };
+    (snapshot $items:tt) => { $crate::__group!(@ snapshot $items); };
+    (loom $items:tt) => { $crate::__group!(@ loom $items); };
+    (race $items:tt) => { $crate::__group!(@ race $items); };
+    (fault $items:tt) => { $crate::__group!(@ fault $items); };
+    (end_to_end $items:tt) => { $crate::__group!(@ end_to_end $items); };
+    (source $items:tt) => { $crate::__group!(@ source $items); };
+    (@ $group:ident { $($items:tt)* }) => {
         mod $group {
             #[allow(unused_imports)]
             use super::*;
 
             $($items)*
         }
+    };
+    ($other:ident $items:tt) => {
+        compile_error!(concat!(
+            "`", stringify!($other), "` is not a group of checks: config, property, snapshot, ",
+            "loom, race, fault, end_to_end or source (the runner sorts checks by these)"
+        ));
     };
 }

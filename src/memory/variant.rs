@@ -41,25 +41,6 @@ macro_rules! __bounded_variant {
             };
         }
     };
-    (@bounded_driver $name:ident, $ty:ty, |$it:ident| $limiter:expr) => {
-        struct $name($ty);
-
-        impl Bounded for $name {
-            fn check(&self, key: &str, now: $crate::Timestamp) -> $crate::Decision {
-                RateLimiter::check(&self.0, key, now)
-            }
-
-            fn sweep(&self, now: $crate::Timestamp) -> usize {
-                let $it = &self.0;
-                $limiter.sweep(now)
-            }
-
-            fn keys_held(&self) -> usize {
-                let $it = &self.0;
-                $limiter.keys_held()
-            }
-        }
-    };
     (@driver $name:ident, $ty:ty, |$it:ident| $limiter:expr) => {
         struct $name($ty);
 

@@ -12,10 +12,9 @@ use super::{exit_code, Done, Refusal};
 /// the serving lesson's file in it (the learner's, or the reference's), in
 /// the foreground, its output straight to the terminal.
 pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
-    let entry = lessons
-        .iter()
-        .find(|e| e.kind.serves())
-        .ok_or_else(|| Refusal("no lesson of this kata is an HTTP layer".into()))?;
+    let entry = lessons.iter().find(|e| e.kind.serves()).ok_or_else(|| {
+        Refusal("no lesson of this kata is of a kind that serves (an HTTP layer)".into())
+    })?;
     println!(
         "building {} ({}) ...",
         entry.name,
