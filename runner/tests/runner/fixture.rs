@@ -1,0 +1,196 @@
+//! The fixture katas the runner is driven on: one of five lessons (passing,
+//! failing, not compiling, hanging, not started) and one of lesson 07's
+//! layer, each its own package built in its own target directory.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use super::ROOT;
+
+/// One fixture lesson: its learner file and what it should show.
+pub struct Fixture {
+    pub number: u32,
+    pub title: &'static str,
+    pub learner: String,
+}
+
+pub fn read(path: &str) -> String {
+    std::fs::read_to_string(Path::new(ROOT).join(path)).expect("a kata file")
+}
+
+/// A mistake of the gallery as its whole file: the reference with its diff.
+pub fn mistake(lesson: u32, name: &str) -> String {
+    let catalog = kata_catalog::Catalog::load(Path::new(ROOT)).expect("the kata's catalog");
+    let lesson = catalog.lesson(lesson).expect("a lesson of the catalog");
+    let file = lesson
+        .mistakes
+        .iter()
+        .find(|m| m.name == name)
+        .expect("a mistake of the gallery");
+    catalog
+        .mistake_source(lesson, file)
+        .expect("its diff applies")
+}
+
+pub fn fixtures() -> Vec<Fixture> {
+    let reference = read("solutions/lesson_01.rs");
+    let stub = read("lessons/stubs/lesson_01.rs");
+    let broken = reference.replace(
+        "        state.latest = now;\n",
+        "        state.latest = now;\n        let wrong: u32 = state;\n",
+    );
+    assert_ne!(broken, reference, "the compile error must land in the file");
+    let hanging = reference.replace(
+        "    pub fn check(&mut self, key: &str, now: Timestamp) -> Decision {\n",
+        "    pub fn check(&mut self, key: &str, now: Timestamp) -> Decision {\n        let mut spins = 0u64;\n        while std::hint::black_box(spins) < u64::MAX {\n            spins += 1;\n        }\n",
+    );
+    assert_ne!(hanging, reference, "the endless loop must land in the file");
+    vec![
+        Fixture {
+            number: 1,
+            title: "Passing",
+            learner: reference,
+        },
+        Fixture {
+            number: 2,
+            title: "Failing",
+            learner: mistake(1, "full_window_retry"),
+        },
+        Fixture {
+            number: 3,
+            title: "Not compiling",
+            learner: broken,
+        },
+        Fixture {
+            number: 4,
+            title: "Hanging",
+            learner: hanging,
+        },
+        Fixture {
+            number: 5,
+            title: "Not started",
+            learner: stub,
+        },
+    ]
+}
+
+/// Writes `text` to `path` unless it already holds it: a fixture written
+/// again unchanged keeps its files' times, so cargo does not build its
+/// lessons again on every run of these tests.
+pub fn put(path: &Path, text: &str) {
+    if std::fs::read_to_string(path).ok().as_deref() != Some(text) {
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// Forgets what earlier runs of the runner left in a fixture kata: its
+/// state (`.kata/`) and the learner files' kept versions.
+pub fn forget_state(dir: &Path) {
+    let _ = std::fs::remove_dir_all(dir.join(".kata"));
+    let _ = std::fs::remove_dir_all(dir.join("lessons/backups"));
+}
+
+/// A fixture kata's manifest (returned, for its caller to write last) and
+/// its build script and lock file: the harness and the catalog from this
+/// kata, rstest, and `dependencies` (manifest lines) besides.
+pub fn package(dir: &Path, name: &str, dependencies: &str) -> String {
+    put(&dir.join("Cargo.lock"), &read("Cargo.lock"));
+    put(
+        &dir.join("build.rs"),
+        "fn main() {\n    kata_catalog::build_script();\n}\n",
+    );
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
+         rstest = {{ version = \"0.29\", default-features = false }}\n{dependencies}\n\
+         [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
+        harness = format!("{ROOT}/src"),
+        catalog = format!("{ROOT}/catalog"),
+    )
+}
+
+/// Writes the fixture kata once per test run and returns its folder.
+pub fn kata() -> &'static Path {
+    static KATA: OnceLock<PathBuf> = OnceLock::new();
+    KATA.get_or_init(|| {
+        let dir = Path::new(ROOT).join("target").join("runner-fixture").join("kata");
+        forget_state(&dir);
+        for sub in ["lessons/stubs", "solutions", "tests"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let manifest = package(&dir, "runner-fixture", "");
+        std::fs::create_dir_all(dir.join("tests/snapshots")).unwrap();
+        let stub = read("lessons/stubs/lesson_01.rs");
+        let mut catalog = String::new();
+        for f in fixtures() {
+            let name = format!("lesson_{:02}", f.number);
+            catalog.push_str(&format!(
+                "[[lesson]]\nnumber = {}\ntitle = \"{}\"\nkind = \"limiter\"\ntype = \"FixedWindow\"\nalgorithm = \"FixedWindow\"\n\n",
+                f.number, f.title
+            ));
+            let write = |path: String, text: &str| put(&dir.join(path), text);
+            write(format!("lessons/{name}.rs"), &f.learner);
+            write(format!("lessons/stubs/{name}.rs"), &stub);
+            write(format!("solutions/{name}.rs"), &read("solutions/lesson_01.rs"));
+            // Every fixture is lesson 01 under another number: its drawings too.
+            for entry in std::fs::read_dir(Path::new(ROOT).join("tests/snapshots")).unwrap() {
+                let file = entry.unwrap().file_name().into_string().unwrap();
+                if let Some(rest) = file.strip_prefix("lesson_01_") {
+                    write(
+                        format!("tests/snapshots/{name}_{rest}"),
+                        &read(&format!("tests/snapshots/{file}")),
+                    );
+                }
+            }
+            write(
+                format!("lessons/{name}.md"),
+                &format!(
+                    "# Lesson {:02} — {}\n\n<details><summary>Hint 1: first</summary>\n\nthe first hint\n\n</details>\n\n\
+                     <details><summary>Hint 2: second</summary>\n\nthe second hint\n\n</details>\n",
+                    f.number, f.title
+                ),
+            );
+            write(
+                format!("tests/{name}.rs"),
+                "use rstest::rstest;\n\n\
+                 kata::lesson!();\n\n\
+                 #[rstest]\n#[case::counts_down(2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")]\n#[case::edge(1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")]\n\
+                 fn examples(#[case] limit: u64, #[case] window: u64, #[case] requests: &str, #[case] expected: &str) {\n\
+                 \x20   lesson().example(limit, window, requests, expected);\n}\n",
+            );
+        }
+        put(&dir.join("lessons/lessons.toml"), &catalog);
+        put(&dir.join("Cargo.toml"), &manifest);
+        dir
+    })
+}
+
+/// A second fixture kata, of one lesson: lesson 07's layer (the reference,
+/// as the learner's file), sharing the first fixture's target directory so
+/// that only its own test crate is built.
+pub fn layer_kata() -> &'static Path {
+    static KATA: OnceLock<PathBuf> = OnceLock::new();
+    KATA.get_or_init(|| {
+        let dir = Path::new(ROOT).join("target").join("runner-fixture").join("layer");
+        forget_state(&dir);
+        for sub in ["lessons/stubs", "solutions", "tests"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let manifest = package(
+            &dir,
+            "runner-layer-fixture",
+            "axum = { version = \"0.8\", default-features = false, features = [\"tokio\", \"http1\"] }\n\
+             tower = { version = \"0.5\", default-features = false }\n\
+             serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
+        );
+        put(&dir.join("Cargo.toml"), &manifest);
+        put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
+        let layer = read("solutions/lesson_07.rs");
+        for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
+            put(&dir.join(path), &layer);
+        }
+        put(&dir.join("lessons/lesson_07.md"), "# Lesson 07 — The layer\n");
+        put(&dir.join("tests/lesson_07.rs"), "kata::lesson!();\n");
+        dir
+    })
+}
