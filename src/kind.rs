@@ -94,6 +94,30 @@ impl<V: Copy> Subjects<V> {
     }
 }
 
+/// A subject of a kind, compiled from one file.
+pub trait Compiled {
+    /// The file, relative to the kata's root (`lessons/lesson_08.rs`).
+    fn file(&self) -> &'static str;
+}
+
+impl<V: Copy + Compiled> Subjects<V> {
+    /// The subject under test and its file, as failures name it.
+    pub fn whose(&self) -> String {
+        format!("{} ({})", self.subject, self.tested().file())
+    }
+}
+
+impl Facts {
+    /// A failure's text: the lesson, the check, whose answers broke it, and
+    /// what the check found.
+    pub fn failure(&self, what: &str, whose: &str, message: &str) -> String {
+        format!(
+            "lesson {:02} ({}): {what} fails for {whose}.\n{message}",
+            self.number, self.title
+        )
+    }
+}
+
 /// A kind of lesson: how it is built from the catalog's facts and the
 /// lesson's subjects. Its checks are its methods, called by its `suite!`.
 pub trait Kind: Sized + Send + Sync + 'static {

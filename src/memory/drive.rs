@@ -109,3 +109,9 @@ pub fn swept(
         last: None,
     }))
 }
+
+impl crate::kind::Compiled for BoundedVariant {
+    fn file(&self) -> &'static str {
+        self.file
+    }
+}

@@ -153,3 +153,9 @@ pub fn policy_answer(
         OnFailure::Local => local.check(key, now),
     }
 }
+
+impl crate::kind::Compiled for RedisVariant {
+    fn file(&self) -> &'static str {
+        self.file
+    }
+}

@@ -97,16 +97,11 @@ impl BoundedLesson {
     }
 
     fn whose(&self) -> String {
-        format!("{} ({})", self.subjects.subject, self.tested().file)
+        self.subjects.whose()
     }
 
     fn fail(&self, what: &str, message: String) -> ! {
-        panic!(
-            "lesson {:02} ({}): {what} fails for {}.\n{message}",
-            self.facts.number,
-            self.facts.title,
-            self.whose()
-        )
+        panic!("{}", self.facts.failure(what, &self.whose(), &message))
     }
 
     fn compare(&self, case: &Case, model: &[Seen]) -> Result<(), String> {

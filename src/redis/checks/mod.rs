@@ -100,16 +100,11 @@ impl RedisLesson {
     }
 
     fn whose(&self) -> String {
-        format!("{} ({})", self.subjects.subject, self.tested().file)
+        self.subjects.whose()
     }
 
     fn fail(&self, what: &str, message: String) -> ! {
-        panic!(
-            "lesson {:02} ({}): {what} fails for {}.\n{message}",
-            self.facts.number,
-            self.facts.title,
-            self.whose()
-        )
+        panic!("{}", self.facts.failure(what, &self.whose(), &message))
     }
 
     // ------------------------------------------------------------------ source
