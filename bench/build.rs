@@ -107,9 +107,7 @@ fn main() {
             );
         }
     }
-    if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
-        std::fs::write(&out, code).expect("OUT_DIR is writable");
-    }
+    kata_catalog::write_if_changed(&out, &code);
 }
 
 /// Modules `learner` and `reference`, each the lesson's file compiled as

@@ -59,7 +59,5 @@ fn main() {
         ty = lesson.type_name,
         algorithm = lesson.algorithm,
     );
-    if std::fs::read_to_string(&out).ok().as_deref() != Some(code.as_str()) {
-        std::fs::write(&out, code).expect("OUT_DIR is writable");
-    }
+    kata_catalog::write_if_changed(&out, &code);
 }

@@ -58,7 +58,7 @@ subjects_of() {
     local n="$1" f
     echo reference
     echo stub
-    for f in mistakes/lesson_"$n"/*.rs mistakes/lesson_"$n"/*.diff; do
+    for f in mistakes/lesson_"$n"/*.diff; do
         [ -e "$f" ] || continue
         f="${f##*/}"
         echo "mistake:${f%.*}"

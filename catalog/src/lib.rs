@@ -505,7 +505,7 @@ pub fn build_script() {
 /// Writes `text` to `file` unless it holds it already, so that an unchanged
 /// lesson is not rebuilt; by a rename, so that two builds at once never
 /// read half a file.
-fn write_if_changed(file: &Path, text: &str) {
+pub fn write_if_changed(file: &Path, text: &str) {
     if std::fs::read_to_string(file).ok().as_deref() == Some(text) {
         return;
     }

@@ -315,6 +315,7 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
         "runner",
         "bench",
         "scripts",
+        "demo",
         ".ci",
     ] {
         walk(&root.join(dir), &mut files);
