@@ -467,13 +467,13 @@ pub fn build_script() {
         }
     };
     // The mistakes, applied, where a maintainer can open the file and line
-    // a failure names: `target/mistakes/lesson_NN/<name>.rs`. Applied again
-    // if that folder goes. `KATA_MISTAKES=off` leaves them out (mutation
-    // testing of the references, where a mutant the gallery's diffs no
-    // longer apply to must still build).
+    // a failure names: `target/mistakes/lesson_NN/<name>.rs`. (The folder is
+    // not watched: what this script writes there would make the next build
+    // run it, and rebuild every lesson, once more.) `KATA_MISTAKES=off`
+    // leaves them out (mutation testing of the references, where a mutant
+    // the gallery's diffs no longer apply to must still build).
     let applied = target_dir(&out).join("mistakes");
     println!("cargo::rerun-if-env-changed=KATA_MISTAKES");
-    println!("cargo::rerun-if-changed={}", applied.display());
     let without_mistakes = std::env::var("KATA_MISTAKES").as_deref() == Ok("off");
     for lesson in &catalog.lessons {
         let mut lesson = lesson.clone();
