@@ -698,6 +698,40 @@ mod tests {
         assert!(cited[0].starts_with("lessons/lesson_01.md: cites mistakes/lesson_01/fine.rs"));
     }
 
+    /// What would fail later as a compile error in a lesson's generated
+    /// code is refused when the catalog is read, with a sentence.
+    #[test]
+    fn refuses_a_reserved_name_and_a_baseline_that_is_no_limiter() {
+        let root = std::env::temp_dir().join(format!("kata-catalog-names-{}", std::process::id()));
+        let put = |path: &str, text: &str| {
+            let file = root.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        };
+        let lesson = |n: u32, kind: &str, extra: &str| {
+            format!("[[lesson]]\nnumber = {n}\ntitle = \"T\"\nkind = \"{kind}\"\ntype = \"X\"\nalgorithm = \"FixedWindow\"\n{extra}\n")
+        };
+        put(FILE, &lesson(1, "limiter", ""));
+        put("mistakes/lesson_01/config.diff", "//! MISTAKE\n");
+        let e = Catalog::load(&root).unwrap_err();
+        assert!(
+            e.contains("\"config\" cannot name a subject") && e.contains("property"),
+            "{e}"
+        );
+        std::fs::remove_file(root.join("mistakes/lesson_01/config.diff")).unwrap();
+        put(
+            FILE,
+            &format!(
+                "{}{}",
+                lesson(7, "http-layer", ""),
+                lesson(8, "limiter", "baseline = 7")
+            ),
+        );
+        let e = Catalog::load(&root).unwrap_err();
+        let _ = std::fs::remove_dir_all(&root);
+        assert!(e.contains("baseline 7 is a http-layer lesson"), "{e}");
+    }
+
     #[test]
     fn rejects_a_bad_catalog_with_its_line() {
         let e = parse::lessons("[[lesson]]\nnumber = 1\ntitle = \"x\"\nkind = \"http\"\ntype = \"X\"\nalgorithm = \"FixedWindow\"\n")

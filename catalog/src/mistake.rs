@@ -190,11 +190,6 @@ impl Mistake {
         }
         Ok(text)
     }
-
-    /// Its `//! Shows: <text>` lines: what its failure must print.
-    pub fn shows(&self) -> Vec<String> {
-        shows(&self.explanation.join("\n"))
-    }
 }
 
 /// The `//! Shows: <text>` lines of a mistake's text.
@@ -384,7 +379,7 @@ mod tests {
         );
         let parsed = Mistake::parse(&text).unwrap();
         assert_eq!(parsed.apply(REFERENCE).unwrap(), mistake);
-        assert_eq!(parsed.shows(), ["at request #2"]);
+        assert_eq!(shows(&text), ["at request #2"]);
     }
 
     #[test]
