@@ -32,8 +32,9 @@ pub enum Shape {
 /// keys merge does not depend on the limiter's hasher: these differ in case,
 /// padding, length with a shared prefix, bytes past a long shared prefix,
 /// Unicode normal form and compatibility form. (Many distinct keys, more than
-/// any fixed number of buckets, are `Lesson::keeps_many_keys_apart`'s.)
-const KEY_SETS: [[&str; 3]; 10] = [
+/// any fixed number of buckets, are `Lesson::keeps_many_keys_apart`'s, and
+/// keys that collide under the usual hashes `Lesson::keeps_look_alike_keys_apart`'s.)
+const KEY_SETS: [[&str; 3]; 14] = [
     ["a", "b", ""],
     // Case and padding.
     ["a", "A", "a "],
@@ -55,6 +56,19 @@ const KEY_SETS: [[&str; 3]; 10] = [
     ["\u{130}", "i", "I"],
     // The empty key and keys that trim or strip to it.
     ["", " ", "\0"],
+    // The empty key beside names a limiter might give it.
+    ["", "anonymous", "-"],
+    // Keys ending in digits (with windows numbered past 9, `a1` in window 0
+    // and `a` in window 10 share a name made without a separator).
+    ["a1", "a", "a10"],
+    // Byte 32 inside a three-byte character: a key cut there panics.
+    [
+        "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{20ac}\u{20ac}\u{20ac}1",
+        "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{20ac}\u{20ac}\u{20ac}2",
+        "\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{e9}\u{20ac}\u{20ac}\u{20ac}",
+    ],
+    // Byte 16 inside a four-byte character.
+    ["tenant-0000042/\u{1f600}1", "tenant-0000042/\u{1f600}2", "tenant-0000042/\u{1f600}"],
 ];
 
 /// How many keys one timeline uses.

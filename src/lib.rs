@@ -15,7 +15,8 @@
 //! - [`models`], [`rules`]: an executable model of each algorithm, straight
 //!   from the contract (`lessons/CONTRACT.md`), and the rules the kinds built
 //!   from a rule are checked under;
-//! - [`timeline`], [`gen`]: timelines, their notation and their generators;
+//! - [`timeline`], [`gen`], [`keys`]: timelines, their notation and their
+//!   generators, and the keys a limiter can confuse;
 //! - [`render`]: tables and strip charts of timelines;
 //! - [`run`], [`snapshot`]: how the checks of every kind run their cases
 //!   (each watched, a test alone in a child process) and compare drawings
@@ -50,6 +51,7 @@ pub mod drive;
 pub mod files;
 pub mod gen;
 pub mod http;
+pub mod keys;
 pub mod kind;
 pub mod limiter;
 mod macros;

@@ -266,6 +266,28 @@ impl Timeline {
         }
     }
 
+    /// The timeline as failures print it, or, past 40 requests, its first
+    /// and last twelve and how many lie between.
+    pub fn brief(&self) -> String {
+        if self.requests.len() <= 40 {
+            return format!("{self:?}");
+        }
+        let part = |requests: &[Request]| {
+            format!(
+                "{:?}",
+                Timeline {
+                    config: self.config,
+                    requests: requests.to_vec(),
+                }
+            )
+        };
+        let n = self.requests.len();
+        let head = part(&self.requests[..12]);
+        let tail = part(&self.requests[n - 12..]);
+        let tail = tail.split_once(':').map(|(_, t)| t).unwrap_or(&tail);
+        format!("{head} … {} more requests …{tail}", n - 24)
+    }
+
     /// The first `n` requests.
     pub fn prefix(&self, n: usize) -> Timeline {
         Timeline {

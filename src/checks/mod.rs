@@ -4,12 +4,13 @@
 //! [`Lesson`] holds a lesson of the limiter kinds and runs its checks, one
 //! concept a file: `examples` (examples and constructor cases), `snapshots`
 //! (drawings and the comparison `cargo run -- compare` prints),
-//! `properties` (generated timelines), `loom` (source checks and loom
+//! `properties` (generated timelines), `keys` (keys kept apart), `loom` (source checks and loom
 //! scenarios). Below them, `runs` puts a timeline to an implementation and
 //! `judge` says whether its answers keep the contract.
 
 mod examples;
 mod judge;
+mod keys;
 mod loom;
 mod properties;
 mod runs;

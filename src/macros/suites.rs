@@ -115,10 +115,24 @@ macro_rules! property_tests {
             ));
         }
 
-        /// More distinct keys than any fixed number of buckets, each its own.
+        /// A quarter of a million distinct keys, each its own, and keys whose
+        /// clocks lag the others'.
         #[test]
         fn keeps_many_keys_apart() {
             lesson().keeps_many_keys_apart();
+        }
+
+        /// Keys that look alike, end in digits, are long, or collide under
+        /// the usual hashes: each its own.
+        #[test]
+        fn keeps_look_alike_keys_apart() {
+            lesson().keeps_look_alike_keys_apart();
+        }
+
+        /// A limit past 2^16 reached at one instant.
+        #[test]
+        fn counts_past_2_16() {
+            lesson().counts_past_2_16();
         }
     };
 }
