@@ -35,10 +35,11 @@ enum Kind {
 }
 
 /// A key's state: the window and its count (fixed window), or the TAT in
-/// `a` (GCRA). A fresh key's is all zeros.
+/// `a` (GCRA), exact in u128: a TAT past `u64::MAX` is an instant no clock
+/// reaches, so the key is never forgettable. A fresh key's is all zeros.
 #[derive(Clone, Copy, Default)]
 struct State {
-    a: u64,
+    a: u128,
     count: u64,
 }
 
@@ -73,7 +74,7 @@ impl Kind {
     fn decide(self, state: State, now: u64) -> (Decision, Option<State>) {
         match self {
             Kind::FixedWindow { limit, window } => {
-                let k = now / window;
+                let k = u128::from(now / window);
                 let count = if state.count > 0 && state.a == k {
                     state.count
                 } else {
@@ -99,15 +100,16 @@ impl Kind {
                 interval,
                 tolerance,
             } => {
-                let start = state.a.max(now);
-                let ahead = start - now;
-                if ahead > tolerance {
-                    let retry_after = Duration::from_nanos(ahead - tolerance);
+                let start = state.a.max(u128::from(now));
+                let ahead = start - u128::from(now);
+                if ahead > u128::from(tolerance) {
+                    // At most C·T, which fits in u64.
+                    let retry_after = Duration::from_nanos((ahead - u128::from(tolerance)) as u64);
                     return (Decision::Denied { retry_after }, None);
                 }
-                let tat = start.saturating_add(interval);
+                let tat = start + u128::from(interval);
                 let slack = u128::from(now) + u128::from(tolerance);
-                let remaining = match slack.checked_sub(u128::from(tat)) {
+                let remaining = match slack.checked_sub(tat) {
                     Some(room) => room / u128::from(interval) + 1,
                     None => 0,
                 };
@@ -122,8 +124,8 @@ impl Kind {
     /// From this instant on, `state` answers as a fresh key's would.
     fn fresh_from(self, state: State) -> u128 {
         match self {
-            Kind::FixedWindow { window, .. } => (u128::from(state.a) + 1) * u128::from(window),
-            Kind::Gcra { .. } => u128::from(state.a),
+            Kind::FixedWindow { window, .. } => (state.a + 1) * u128::from(window),
+            Kind::Gcra { .. } => state.a,
         }
     }
 }

@@ -61,6 +61,22 @@ impl Scenario {
         }
     }
 
+    /// The key is at its limit; one thread is denied in that window while
+    /// another opens the next one, then one more call follows in the next.
+    /// A denied caller that undoes its count after another has reset it (an
+    /// increment taken back outside the lock) takes a request away from the
+    /// new window, which then admits one too many.
+    pub fn denial_at_rollover() -> Scenario {
+        Scenario {
+            name: "denial at rollover",
+            what: "a key's limit of 1 is used at 0; one thread is denied at 999 while another opens the next period at 1_000, then one more call at 1_000",
+            config: Config::new(1, 1_000),
+            before: calls(&[("k", 0)]),
+            threads: vec![calls(&[("k", 999)]), calls(&[("k", 1_000)])],
+            after: calls(&[("k", 1_000)]),
+        }
+    }
+
     /// Two threads make the first call of a brand-new key at once while a third
     /// creates another key; a racy get-or-insert gives one key two states.
     pub fn new_key() -> Scenario {
@@ -409,16 +425,106 @@ fn collapse_repeats(lines: Vec<String>) -> Vec<String> {
     out
 }
 
-/// What loom's own messages mean for a limiter.
-fn explain(message: String) -> String {
+/// What loom's own messages mean for a limiter; `bound` is the preemption
+/// bound of the search that stopped.
+fn explain(message: String, bound: usize) -> String {
     if message.contains("exceeded maximum number of branches") {
-        "loom stopped an execution that never ended (\"Model exceeded maximum number of \
-         branches\"): a loop that retries without anything changing, such as a \
-         compare-and-swap retried with the same stale expected value (retry with the value \
-         the failed exchange returned), or a wait for a state no other thread will make."
-            .to_string()
+        format!(
+            "loom stopped an execution that ran past its bound of {} branches (\"Model exceeded \
+             maximum number of branches\"), even with at most {bound} preemption(s): most often a \
+             loop that retries without anything changing, such as a compare-and-swap retried with \
+             the same stale expected value (retry with the value the failed exchange returned), or \
+             a wait for a state no other thread will make. If the design really takes that many \
+             lock and atomic operations, raise the bound: LOOM_MAX_BRANCHES={}.",
+            branches(),
+            branches() * 4
+        )
     } else {
         message
+    }
+}
+
+/// loom's bound on the branches of one execution (`LOOM_MAX_BRANCHES`).
+fn branches() -> usize {
+    loom::model::Builder::new().max_branches
+}
+
+/// How many schedules a search explores at most: at the preemption bound of
+/// 2 ([`FIRST`]), then, if that outgrew it, every schedule with one
+/// preemption ([`SECOND`]). `KATA_LOOM_SCHEDULES` raises the second.
+const FIRST: (usize, usize) = (2, 2_000);
+const SECOND: (usize, usize) = (1, 50_000);
+
+fn second_cap() -> usize {
+    std::env::var("KATA_LOOM_SCHEDULES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(SECOND.1)
+}
+
+/// How one bounded search ended.
+enum Search {
+    /// Every schedule within the bound explored, all fine.
+    Done,
+    /// The bound on schedules reached, all fine so far.
+    Outgrown(usize),
+    /// An execution went past loom's bound on branches.
+    Branches(String, Vec<Op>),
+    /// An execution broke something (or panicked, or deadlocked).
+    Broken(String, Vec<Op>),
+}
+
+/// One loom search of `execution` with a preemption bound and a cap on the
+/// schedules explored.
+fn search(
+    name: &str,
+    bound: usize,
+    cap: usize,
+    execution: Arc<dyn Fn() -> Option<String> + Send + Sync>,
+) -> Search {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(bound);
+    builder.max_permutations = Some(cap + 1);
+    // loom looks at the cap once every `checkpoint_interval` schedules.
+    builder.checkpoint_interval = 1;
+    let executions = Arc::new(AtomicUsize::new(0));
+    let counted = executions.clone();
+    let started = Instant::now();
+    let result = panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::signals::in_model(|| {
+            builder.check(move || {
+                counted.fetch_add(1, Ordering::Relaxed);
+                if let Some(broken) = execution() {
+                    panic!(
+                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{broken}"
+                    );
+                }
+            })
+        })
+    }));
+    let n = executions.load(Ordering::Relaxed);
+    // Shown with `--nocapture`: how much loom explored.
+    println!(
+        "loom explored {n} executions of {name} (preemption bound {bound}) in {:.2}s",
+        started.elapsed().as_secs_f64()
+    );
+    match result {
+        Ok(()) if n >= cap => Search::Outgrown(n),
+        Ok(()) => Search::Done,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<String>()
+                .filter(|m| m.starts_with("loom found"))
+                .cloned()
+                .or_else(take_panic)
+                .unwrap_or_else(|| "the model panicked".into());
+            let trace = take_trace();
+            if message.contains("exceeded maximum number of branches") {
+                Search::Branches(message, trace)
+            } else {
+                Search::Broken(message, trace)
+            }
+        }
     }
 }
 
@@ -444,56 +550,57 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
     })
 }
 
-/// Runs `execution` under loom over every interleaving of its threads (up
-/// to loom's preemption bound, 2 unless `LOOM_MAX_PREEMPTIONS` says
-/// otherwise). `execution` returns what its answers broke, if anything; the
-/// first execution that breaks something fails the exploration with that
-/// text and the schedule of the execution, operation by operation.
+/// Runs `execution` under loom over the interleavings of its threads and
+/// returns what the first execution that broke something broke, with its
+/// schedule operation by operation. The search is bounded so that any design
+/// finishes in seconds: first every schedule with up to two preemptions, at
+/// most [`FIRST`]`.1` of them; if that outgrows its bound (a design with
+/// spin loops or many atomics has far more schedules), every schedule with
+/// one preemption, at most [`SECOND`]`.1`. A search that outgrows even that
+/// is reported as such, with the bound to raise; never as a hang.
+/// `LOOM_MAX_PREEMPTIONS` runs one search at that bound instead.
 pub fn explore_with(
     header: String,
     execution: impl Fn() -> Option<String> + Send + Sync + 'static,
 ) -> Result<(), String> {
     let name = header.clone();
+    let execution: Arc<dyn Fn() -> Option<String> + Send + Sync> = Arc::new(execution);
     let work = move || {
         crate::signals::before_loom();
-        let mut builder = loom::model::Builder::new();
-        if builder.preemption_bound.is_none() {
-            builder.preemption_bound = Some(2);
-        }
-        let executions = Arc::new(AtomicUsize::new(0));
-        let counted = executions.clone();
-        let started = Instant::now();
-        let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            crate::signals::in_model(|| {
-                builder.check(move || {
-                counted.fetch_add(1, Ordering::Relaxed);
-                if let Some(broken) = execution() {
-                    panic!(
-                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{broken}"
-                    );
+        let fixed = loom::model::Builder::new().preemption_bound;
+        let steps = match fixed {
+            Some(bound) => vec![(bound, second_cap())],
+            None => vec![FIRST, (SECOND.0, second_cap())],
+        };
+        let mut outgrown = None;
+        for (bound, cap) in steps {
+            match search(&name, bound, cap, execution.clone()) {
+                Search::Done => return Ok(()),
+                Search::Broken(message, trace) => return Err((explain(message, bound), trace)),
+                Search::Branches(message, trace) if bound <= SECOND.0 || fixed.is_some() => {
+                    return Err((explain(message, bound), trace))
                 }
-            })
-            })
-        }));
-        // Shown with `--nocapture`: how much loom explored.
-        println!(
-            "loom explored {} executions of {name} in {:.2}s",
-            executions.load(Ordering::Relaxed),
-            started.elapsed().as_secs_f64()
-        );
-        result.map_err(|payload| {
-            let message = payload
-                .downcast_ref::<String>()
-                .filter(|m| m.starts_with("loom found"))
-                .cloned()
-                .or_else(take_panic)
-                .map(explain)
-                .unwrap_or_else(|| "the model panicked".into());
-            (message, take_trace())
-        })
+                // Too big at this bound: the next, smaller search decides.
+                Search::Branches(..) => outgrown = Some(format!("past {} branches", branches())),
+                Search::Outgrown(n) => outgrown = Some(format!("{n} schedules")),
+            }
+        }
+        let (bound, cap) = (SECOND.0, second_cap());
+        Err((
+            format!(
+                "loom's search outgrew its bound: it explored {cap} schedules with at most {bound} \
+                 preemption(s) and had more to go (with two preemptions it had already gone {}). \
+                 This is not a hang: every schedule ended, and none broke anything. A call with \
+                 many lock and atomic operations (a spin loop, a retry) has that many more \
+                 schedules; to explore them all, raise the bound: KATA_LOOM_SCHEDULES={}.",
+                outgrown.unwrap_or_default(),
+                cap * 10
+            ),
+            Vec::new(),
+        ))
     };
-    // A correct design with many lock and atomic operations takes loom longer
-    // to explore than the reference does; only a real hang should reach this.
+    // Each search is bounded; only a real hang inside one execution (a loop
+    // with no lock or atomic in it) should reach this.
     match watched(time_limit() * 6, |_| "a loom execution".into(), work) {
         Ok(Ok(())) => Ok(()),
         Ok(Err((message, trace))) if trace.is_empty() => Err(format!("{header}\n{message}")),
@@ -558,6 +665,18 @@ mod tests {
             &Scenario::rollover(),
             &lost_update
         ));
+    }
+
+    #[test]
+    fn denial_at_rollover_denies_the_last_call() {
+        let s = Scenario::denial_at_rollover();
+        for algorithm in Algorithm::ALL {
+            let all = linearizations(algorithm, &s);
+            assert!(
+                all.iter().all(|a| !a.after[0].is_allowed()),
+                "{algorithm:?}"
+            );
+        }
     }
 
     #[test]

@@ -192,6 +192,31 @@ const OUTSIDE_INPUTS: &[(&str, &str)] = &[
         "rand::",
         "draws random numbers: the same calls must always get the same answers",
     ),
+    (
+        "process::id",
+        "makes the answer depend on which process calls: app servers in separate processes \
+         must share one limit, so no key, count or answer may depend on the process",
+    ),
+    (
+        "env::var",
+        "reads the environment: two app servers started differently would answer the same \
+         calls differently; configuration comes in through the constructor",
+    ),
+    (
+        "env::vars",
+        "reads the environment: two app servers started differently would answer the same \
+         calls differently; configuration comes in through the constructor",
+    ),
+    (
+        "gethostname",
+        "reads the host name: app servers on different hosts must share one limit, so no \
+         key, count or answer may depend on the host",
+    ),
+    (
+        "fs::read",
+        "reads a file (a host name, a configuration): app servers on different hosts must \
+         share one limit, and configuration comes in through the constructor",
+    ),
 ];
 
 /// Fails, naming the line and the reason, if a limiter's file uses
@@ -365,6 +390,15 @@ mod tests {
             "{e}"
         );
         assert!(check_inputs("f.rs", "let id = std::thread::current().id();").is_err());
+        for outside in [
+            "let pid = std::process::id();",
+            "let host = std::env::var(\"HOSTNAME\");",
+            "let n = std::fs::read_to_string(\"/etc/hostname\");",
+            "let n = unsafe { libc::gethostname(p, 64) };",
+            "let all: Vec<_> = env::vars().collect();",
+        ] {
+            assert!(check_inputs("f.rs", outside).is_err(), "{outside}");
+        }
         assert!(check_inputs("f.rs", "std::thread::sleep(d);").is_err());
     }
 

@@ -196,6 +196,11 @@ macro_rules! loom_tests {
         }
 
         #[test]
+        fn denial_at_rollover() {
+            lesson().loom($crate::Scenario::denial_at_rollover());
+        }
+
+        #[test]
         fn new_key() {
             lesson().loom($crate::Scenario::new_key());
         }

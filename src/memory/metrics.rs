@@ -131,7 +131,7 @@ pub(crate) fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> 
     Ok(())
 }
 
-fn show_metrics(m: &Metrics) -> String {
+pub(crate) fn show_metrics(m: &Metrics) -> String {
     if m.is_empty() {
         return "none".into();
     }

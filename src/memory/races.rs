@@ -1,11 +1,13 @@
 //! Lesson 09's races: sweeps and a full store under loom. Each scenario's
-//! answers, what its sweeps forgot and the keys held at the end must be
-//! those of some one-at-a-time order of the same calls, by the model.
+//! answers, what its sweeps forgot, the keys held at the end and every
+//! metric series at the end (the keys gauge among them) must be those of
+//! some one-at-a-time order of the same calls, by the model.
 
 use std::time::Duration;
 
 use super::checks::{parse_steps, Answer, Case, Step};
 use super::drive::{Bounded, BuildBounded, RuleKind};
+use super::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
 use super::model::BoundedModel;
 use super::{Bounds, Overflow, Rule};
 
@@ -24,12 +26,15 @@ pub struct Race {
 }
 
 /// What one execution of a race answered.
-#[derive(Clone, PartialEq, Eq, Debug)]
+#[derive(Clone, PartialEq, Eq)]
 struct Raced {
     before: Vec<Answer>,
     threads: Vec<Vec<Answer>>,
     after: Vec<Answer>,
     held: usize,
+    /// Every series at the end: a gauge set from a count read under the
+    /// lock but written after it is released can end on a stale count.
+    metrics: Metrics,
 }
 
 impl Race {
@@ -101,6 +106,13 @@ impl Race {
 
     /// One execution under loom; what it broke, if anything.
     pub(crate) fn breaks(&self, build: BuildBounded) -> Option<String> {
+        // loom runs every thread of an execution on this OS thread, so a
+        // recorder local to it hears them all.
+        let recorder = Recorded::default();
+        metrics::with_local_recorder(&recorder, || self.breaks_recorded(build, &recorder))
+    }
+
+    fn breaks_recorded(&self, build: BuildBounded, recorder: &Recorded) -> Option<String> {
         crate::sync::reset_trace();
         let limiter = build(self.rule, self.bounds.clone()).unwrap_or_else(|e| {
             panic!(
@@ -144,9 +156,16 @@ impl Race {
             threads,
             after,
             held: limiter.keys_held(),
+            metrics: recorder.read(),
         };
         let allowed = self.orders();
-        (!allowed.contains(&got)).then(|| {
+        // Zero-valued series count as absent (a counter registered early).
+        let matches = |a: &Raced| {
+            (&a.before, &a.threads, &a.after, a.held)
+                == (&got.before, &got.threads, &got.after, got.held)
+                && same_metrics(&a.metrics, &got.metrics).is_ok()
+        };
+        (!allowed.iter().any(matches)).then(|| {
             let mut text = format!("this execution: {}\n", self.show(&got));
             text.push_str("one-at-a-time orders give one of these:\n");
             for a in &allowed {
@@ -187,6 +206,7 @@ impl Race {
                     threads: so_far.clone(),
                     after,
                     held: m.held(),
+                    metrics: expected_metrics(&r.bounds.policy, &m.counts),
                 };
                 if !out.contains(&done) {
                     out.push(done);
@@ -232,6 +252,10 @@ impl Race {
             parts.push(format!("after: {}", steps(&self.after, &r.after)));
         }
         parts.push(format!("then keys_held() = {}", r.held));
+        parts.push(format!(
+            "and the metrics {}",
+            super::metrics::show_metrics(&r.metrics)
+        ));
         parts.join("; ")
     }
 }

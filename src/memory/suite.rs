@@ -94,6 +94,18 @@ macro_rules! __bounded_rule {
                     whole().shadow_never_denies(RULE);
                 }
 
+                /// Thousands of keys forgotten by one sweep, and by a full store.
+                #[test]
+                fn forgets_thousands_at_once() {
+                    whole().forgets_thousands_at_once(RULE);
+                }
+
+                /// Fresh instants past, and on, the end of `u64` time.
+                #[test]
+                fn forgets_exactly_at_the_end_of_time() {
+                    whole().forgets_exactly_at_the_end_of_time(RULE);
+                }
+
                 /// A million keys through a store of ten thousand.
                 #[test]
                 fn holds_at_most_max_keys_under_a_flood() {

@@ -116,17 +116,26 @@ pub fn single(
 pub const SERVERS: usize = 3;
 
 /// Three app servers with the same settings on the shared Redis, taking
-/// requests in turn: together they must answer as one limiter.
+/// requests in turn: together they must answer as one limiter. Each is a
+/// process of its own ([`super::processes`]), as app servers are: state
+/// kept per process shows.
 pub fn servers(
     v: RedisVariant,
     kind: RuleKind,
     limit: u64,
     period: Duration,
 ) -> Result<Box<dyn Drive>, ConfigError> {
-    let settings = settings_on(RedisServer::shared());
+    // The configuration's errors are the limiter's own, said here.
+    (v.build)(kind.rule(limit, period), settings_on(RedisServer::shared()))?;
+    let server = RedisServer::shared();
+    let settings = settings_on(server);
     let instances = (0..SERVERS)
-        .map(|_| (v.build)(kind.rule(limit, period), settings.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|n| {
+            super::processes::Remote::new(n, v, kind, (limit, period), (&server.url(), &settings))
+                .map(|r| Arc::new(r) as Arc<dyn Limiter>)
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
     Ok(Box::new(Checked(instances, 0)))
 }
 

@@ -16,6 +16,7 @@
 
 pub mod checks;
 pub mod drive;
+pub mod processes;
 pub mod proxy;
 pub mod server;
 mod suite;

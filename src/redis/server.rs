@@ -39,7 +39,7 @@ pub struct RedisServer {
 /// A port free now, below Linux's range for outgoing connections (32768
 /// on): no connection of a parallel test can take it while the server is
 /// restarted on it.
-fn free_port() -> std::io::Result<u16> {
+pub(crate) fn free_port() -> std::io::Result<u16> {
     let seed = u64::from(std::process::id()) * 7919 + next_id() * 104_729;
     for i in 0..2_000u64 {
         let port = 20_000 + ((seed + i * 7_127) % 12_000) as u16;

@@ -10,6 +10,14 @@ macro_rules! redis_tests {
     () => {
         $crate::__group!(source { $crate::__source_tests!(inputs, facade); });
 
+        /// Not a check: an app server process the checks start (this test
+        /// binary run again, as `app_server`); it does nothing elsewhere.
+        #[test]
+        #[ignore = "an app server process the checks start"]
+        fn app_server() {
+            lesson().serve_app_server();
+        }
+
         $crate::__redis_rule!(fixed_window, FixedWindow);
         $crate::__redis_rule!(sliding_log, SlidingLog);
         $crate::__redis_rule!(gcra, Gcra);
@@ -55,6 +63,21 @@ macro_rules! redis_tests {
             #[test]
             fn server_killed_and_restarted() {
                 lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
+            }
+
+            #[test]
+            fn server_out_of_memory() {
+                lesson().follows_its_failure_policy_when_the_server_is_out_of_memory();
+            }
+
+            #[test]
+            fn server_read_only() {
+                lesson().follows_its_failure_policy_when_the_server_is_read_only();
+            }
+
+            #[test]
+            fn script_fails() {
+                lesson().follows_its_failure_policy_when_the_script_fails();
             }
 
             #[test]

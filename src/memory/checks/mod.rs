@@ -15,6 +15,7 @@
 //! here, what lesson 09 is, how a case is compared, and the races.
 
 mod case;
+mod edges;
 mod examples;
 mod flood;
 mod properties;

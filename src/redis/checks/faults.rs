@@ -13,6 +13,17 @@ use crate::render::call;
 use crate::time::Timestamp;
 use crate::watchdog::time_limit;
 
+/// Runs an administrator's command on `server`.
+fn admin(server: &RedisServer, args: &[&str]) {
+    let mut command = redis::cmd(args[0]);
+    for a in &args[1..] {
+        command.arg(*a);
+    }
+    let _: () = command
+        .query(&mut server.admin())
+        .unwrap_or_else(|e| panic!("{args:?} on the test's server: {e}"));
+}
+
 /// The timeout the failure checks configure, and the margin a call may
 /// take past it.
 const FAULT_TIMEOUT: Duration = Duration::from_millis(250);
@@ -24,8 +35,8 @@ impl RedisLesson {
     pub fn follows_its_failure_policy_when_the_server_is_paused(&self) {
         self.fault(
             "the server paused",
-            |server| server.pause(),
-            |server| {
+            |server, _| server.pause(),
+            |server, _| {
                 server.resume();
                 Ok(())
             },
@@ -37,16 +48,93 @@ impl RedisLesson {
     pub fn follows_its_failure_policy_when_the_server_is_killed_and_restarted(&self) {
         self.fault(
             "the server killed",
-            |server| server.kill(),
-            |server| server.restart(),
+            |server, _| server.kill(),
+            |server, _| server.restart(),
         );
     }
 
+    /// Out of memory (`maxmemory` with `noeviction`): Redis answers every
+    /// write with an `OOM` error reply. An error reply is a failure like a
+    /// lost connection: the policy's answer, never an admission.
+    pub fn follows_its_failure_policy_when_the_server_is_out_of_memory(&self) {
+        self.fault(
+            "the server out of memory (OOM error replies)",
+            |server, _| {
+                admin(server, &["CONFIG", "SET", "maxmemory-policy", "noeviction"]);
+                admin(server, &["CONFIG", "SET", "maxmemory", "1"]);
+            },
+            |server, _| {
+                admin(server, &["CONFIG", "SET", "maxmemory", "0"]);
+                Ok(())
+            },
+        );
+    }
+
+    /// Made a replica (of a master that cannot be reached): Redis answers
+    /// every write with a `READONLY` error reply, as after a failover that
+    /// left an app server on the old master.
+    pub fn follows_its_failure_policy_when_the_server_is_read_only(&self) {
+        self.fault(
+            "the server made a read-only replica (READONLY error replies)",
+            |server, _| {
+                // A master no one listens for: the replica never syncs, so it
+                // keeps its data and answers reads, and refuses writes.
+                let port = crate::redis::server::free_port().expect("a free port");
+                admin(server, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
+            },
+            |server, _| {
+                admin(server, &["REPLICAOF", "NO", "ONE"]);
+                Ok(())
+            },
+        );
+    }
+
+    /// Every key of the limiter's prefix overwritten with a value of
+    /// another type (as when another program writes there): the script
+    /// fails with a `WRONGTYPE` error reply.
+    pub fn follows_its_failure_policy_when_the_script_fails(&self) {
+        self.fault(
+            "the script failing (WRONGTYPE error replies: its keys hold sets)",
+            |server, prefix| {
+                let mut admin_connection = server.admin();
+                let keys: Vec<String> = redis::cmd("KEYS")
+                    .arg(format!("{prefix}*"))
+                    .query(&mut admin_connection)
+                    .expect("KEYS answers");
+                for key in keys {
+                    let _: () = redis::pipe()
+                        .atomic()
+                        .del(&key)
+                        .sadd(&key, "not the limiter's")
+                        .query(&mut admin_connection)
+                        .expect("DEL and SADD answer");
+                }
+            },
+            |server, prefix| {
+                let mut admin_connection = server.admin();
+                let keys: Vec<String> = redis::cmd("KEYS")
+                    .arg(format!("{prefix}*"))
+                    .query(&mut admin_connection)
+                    .expect("KEYS answers");
+                for key in keys {
+                    let _: () = redis::cmd("DEL")
+                        .arg(&key)
+                        .query(&mut admin_connection)
+                        .expect("DEL answers");
+                }
+                Ok(())
+            },
+        );
+    }
+
+    /// `stop` makes Redis fail (given the server and the limiter's key
+    /// prefix), `start` makes it answer again. Keys `k` and `j` each have
+    /// state in Redis before it fails.
     fn fault(
         &self,
         what: &str,
-        stop: fn(&RedisServer),
-        start: fn(&RedisServer) -> Result<(), String>,
+        stop: fn(&RedisServer, &str),
+        start: fn(&RedisServer, &str) -> Result<(), String>,
     ) {
         let server = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
         let policies = [
@@ -165,11 +253,11 @@ impl RedisLesson {
                 };
                 step(
                     &mut script,
-                    &["k"],
-                    vec![Decision::Allowed { remaining: 2 }],
-                    "Redis's answer: k's first request",
+                    &["k", "j"],
+                    vec![Decision::Allowed { remaining: 2 }; 2],
+                    "Redis's answers: k's and j's first requests",
                 );
-                stop(&server);
+                stop(&server, &prefix);
                 script.push(format!("  -- {what}\n"));
                 let want = vec![policy_answer(on_failure, &fallback, "k", at)];
                 step(
@@ -186,7 +274,7 @@ impl RedisLesson {
                     .map(|k| policy_answer(on_failure, &fallback, k, at))
                     .collect();
                 step(&mut script, &keys, want, "the policy's answers, at once");
-                start(&server).unwrap_or_else(|e| panic!("{e}"));
+                start(&server, &prefix).unwrap_or_else(|e| panic!("{e}"));
                 script.push("  -- the server answers again\n".into());
                 // Another app server uses m once; then only Redis's answer
                 // for m is +1 (open says +0, closed denies, and the local

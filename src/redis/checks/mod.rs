@@ -95,6 +95,12 @@ impl RedisLesson {
         &self.servers[kind.index_in(&RULES)]
     }
 
+    /// In an app server process the checks started: serves its requests
+    /// ([`crate::redis::processes`]) until they end.
+    pub fn serve_app_server(&self) {
+        crate::redis::processes::serve(&self.subjects.implementations);
+    }
+
     fn tested(&self) -> RedisVariant {
         self.subjects.tested()
     }
