@@ -7,7 +7,10 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
+use metrics::{
+    Counter, CounterFn, Gauge, GaugeFn, Histogram, Key, KeyName, Metadata, Recorder, SharedString,
+    Unit,
+};
 
 use super::metric;
 use super::model::Counts;
@@ -142,15 +145,68 @@ pub(crate) fn show_metrics(m: &Metrics) -> String {
 }
 
 /// A recorder that keeps each series' current value, for one run on one
-/// thread (`metrics::with_local_recorder`).
+/// thread (`metrics::with_local_recorder`). Under loom
+/// ([`Recorded::under_loom`]) every update of a series is also a point where
+/// loom may switch threads, so that the order in which threads update a
+/// series (a gauge set after a lock is released) is explored too.
 #[derive(Default)]
 pub(crate) struct Recorded {
-    series: Mutex<BTreeMap<String, Arc<AtomicU64>>>,
+    series: Mutex<BTreeMap<String, Arc<Cell>>>,
     gauges: Mutex<std::collections::BTreeSet<String>>,
+    loom: bool,
+}
+
+/// One series' value, and the loom atomic its updates touch first.
+#[derive(Default)]
+struct Cell {
+    value: AtomicU64,
+    branch: Option<loom::sync::atomic::AtomicUsize>,
+}
+
+impl Cell {
+    fn branch(&self) {
+        if let Some(b) = &self.branch {
+            b.fetch_add(1, loom::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+impl CounterFn for Cell {
+    fn increment(&self, value: u64) {
+        self.branch();
+        CounterFn::increment(&self.value, value);
+    }
+    fn absolute(&self, value: u64) {
+        self.branch();
+        CounterFn::absolute(&self.value, value);
+    }
+}
+
+impl GaugeFn for Cell {
+    fn increment(&self, value: f64) {
+        self.branch();
+        GaugeFn::increment(&self.value, value);
+    }
+    fn decrement(&self, value: f64) {
+        self.branch();
+        GaugeFn::decrement(&self.value, value);
+    }
+    fn set(&self, value: f64) {
+        self.branch();
+        GaugeFn::set(&self.value, value);
+    }
 }
 
 impl Recorded {
-    fn handle(&self, key: &Key) -> (String, Arc<AtomicU64>) {
+    /// A recorder for one loom execution (built inside it).
+    pub(crate) fn under_loom() -> Recorded {
+        Recorded {
+            loom: true,
+            ..Recorded::default()
+        }
+    }
+
+    fn handle(&self, key: &Key) -> (String, Arc<Cell>) {
         let labels: Vec<(&str, &str)> = key.labels().map(|l| (l.key(), l.value())).collect();
         let name = series(key.name(), &labels);
         let cell = self
@@ -158,7 +214,12 @@ impl Recorded {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .entry(name.clone())
-            .or_default()
+            .or_insert_with(|| {
+                Arc::new(Cell {
+                    value: AtomicU64::new(0),
+                    branch: self.loom.then(|| loom::sync::atomic::AtomicUsize::new(0)),
+                })
+            })
             .clone();
         (name, cell)
     }
@@ -170,7 +231,7 @@ impl Recorded {
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .map(|(k, v)| {
-                let raw = v.load(Ordering::Relaxed);
+                let raw = v.value.load(Ordering::Relaxed);
                 let value = if gauges.contains(k) {
                     raw
                 } else {

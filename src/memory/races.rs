@@ -108,7 +108,7 @@ impl Race {
     pub(crate) fn breaks(&self, build: BuildBounded) -> Option<String> {
         // loom runs every thread of an execution on this OS thread, so a
         // recorder local to it hears them all.
-        let recorder = Recorded::default();
+        let recorder = Recorded::under_loom();
         metrics::with_local_recorder(&recorder, || self.breaks_recorded(build, &recorder))
     }
 

@@ -50,6 +50,10 @@ impl RedisLesson {
     }
 }
 
+/// The grace this check gives: a minute and 0.4 ms, counted as 60_001 ms.
+const FRACTIONAL_GRACE: std::time::Duration =
+    GRACE.saturating_add(std::time::Duration::from_micros(400));
+
 /// What a rule's state of one key is, for the time to live it may have.
 #[derive(Default)]
 struct Lives(std::collections::HashMap<String, u128>);
@@ -117,6 +121,9 @@ fn keys_and_ttls(
     proxy.clear_log();
     let mut settings = settings_on(server);
     settings.client = crate::redis::client(&proxy.url(0)).expect("a valid URL");
+    // A grace with a fraction of a millisecond: it is rounded up on its own
+    // (⌈life⌉ + ⌈grace⌉ ms), so that no key lives less than its grace.
+    settings.ttl_grace = FRACTIONAL_GRACE;
     let prefix = settings.prefix.clone();
     let rule = kind.rule(t.config.limit, t.config.period);
     let limiter =
@@ -129,7 +136,7 @@ fn keys_and_ttls(
     // The earliest a client key's state may expire (ms since 1970), as its
     // latest request that moved the state's end set it.
     let mut floors: std::collections::HashMap<&str, i64> = Default::default();
-    let grace = GRACE.as_millis();
+    let grace = FRACTIONAL_GRACE.as_nanos().div_ceil(1_000_000);
     for (i, r) in t.requests.iter().enumerate() {
         crate::watchdog::progress(i);
         let now = r.now.as_nanos();
