@@ -91,9 +91,19 @@ pub(super) fn run_partial(variant: Variant, timeline: &Timeline) -> (Vec<Decisio
 
 /// Runs a timeline under the watchdog.
 pub(super) fn run_watched(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, Stop> {
+    run_watched_for(variant, timeline, time_limit())
+}
+
+/// [`run_watched`] with a limit of its own, for timelines of hundreds of
+/// thousands of requests.
+pub(super) fn run_watched_for(
+    variant: Variant,
+    timeline: &Timeline,
+    limit: std::time::Duration,
+) -> Result<Vec<Decision>, Stop> {
     let t = timeline.clone();
     let describe = |i: usize| nth_request(timeline, i);
-    match watched(time_limit(), describe, move || run(variant, &t)) {
+    match watched(limit, describe, move || run(variant, &t)) {
         Ok(Ok(d)) => Ok(d),
         Ok(Err(e)) => Err(Stop::Panicked(e)),
         Err(stop) => Err(stop),
