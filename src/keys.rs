@@ -85,12 +85,19 @@ pub fn look_alikes() -> &'static [LookAlike] {
 pub fn meeting_names(group: &LookAlike) -> Vec<(&str, u64, &str, u64)> {
     let mut out = Vec::new();
     for x in &group.keys {
-        for y in &group.keys {
-            for i in 0..=112u64 {
-                for j in 0..=112u64 {
-                    if x != y && i != j && format!("{x}{i}") == format!("{y}{j}") {
-                        out.push((x.as_str(), i, y.as_str(), j));
-                    }
+        for i in 0..=112u64 {
+            let name = format!("{x}{i}");
+            for y in &group.keys {
+                // `y` then the decimal digits of a window number `j`.
+                let Some(digits) = name.strip_prefix(y.as_str()) else {
+                    continue;
+                };
+                let j = match digits.parse::<u64>() {
+                    Ok(j) if digits == j.to_string() && j <= 112 => j,
+                    _ => continue,
+                };
+                if x != y && i != j {
+                    out.push((x.as_str(), i, y.as_str(), j));
                 }
             }
         }
@@ -144,7 +151,9 @@ fn long_keys() -> Vec<LookAlike> {
 /// Pairs of keys that collide under each hash, found by searching.
 fn collisions() -> Vec<LookAlike> {
     let mut out = Vec::new();
-    let numbered = |i: u64| format!("client-{i}");
+    // Numbered keys, their numbers spread by an odd multiplier (a bijection,
+    // so no two are the same): sequential names collide late under FNV-1a.
+    let numbered = |i: u64| format!("client-{:x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut pair = |name: &str, hash: &dyn Fn(&str) -> u32| {
         let (a, b) = birthday(numbered, hash);
         out.push(LookAlike {

@@ -4,7 +4,7 @@
 //! that still make it go wrong (one, when two keys share state).
 
 use super::judge::divergence;
-use super::runs::{run_watched, run_watched_for};
+use super::runs::{run_until_wrong, run_watched};
 use super::{replay, Lesson};
 use crate::decision::Decision;
 use crate::keys::{look_alikes, meeting_names};
@@ -46,13 +46,13 @@ impl Lesson {
             .flat_map(|g| &g.keys)
             .flat_map(|k| [Request::new(k, at(0)), Request::new(k, at(0))])
             .collect();
-        self.keys_apart(Timeline { config, requests }, &[], &why);
+        self.keys_apart(Timeline { config, requests }, &why);
         for group in look_alikes().iter().filter(|g| g.numbered) {
             for (x, i, y, j) in meeting_names(group) {
                 let requests = [(x, i), (x, i), (y, j), (y, j), (x, i)]
                     .map(|(k, w)| Request::new(k, at(w)))
                     .to_vec();
-                self.keys_apart(Timeline { config, requests }, &[], &why);
+                self.keys_apart(Timeline { config, requests }, &why);
             }
         }
     }
@@ -75,12 +75,8 @@ impl Lesson {
             _ => format!("tenant/{}/user/{i}", i % 7),
         };
         let mut requests = Vec::with_capacity(MANY_KEYS + 64);
-        // Judged at each return, so that a table that goes wrong early is
-        // not first run to the end.
-        let mut stages = Vec::new();
-        let mut come_back = |requests: &mut Vec<Request>| {
+        let come_back = |requests: &mut Vec<Request>| {
             requests.extend(early.iter().map(|k| Request::new(k, early_at)));
-            stages.push(requests.len());
         };
         come_back(&mut requests);
         for i in 0..MANY_KEYS {
@@ -106,7 +102,6 @@ impl Lesson {
                 config: Config::new(1, period),
                 requests,
             },
-            &stages,
             &why,
         );
     }
@@ -114,34 +109,28 @@ impl Lesson {
     /// Runs `timeline` and fails at the first answer that is not the
     /// model's, shrunk to the key that went wrong and its fewest partners;
     /// `why(wrong, partner)` says what the keys have in common. The run is
-    /// judged first up to each of `stages` (request counts), then whole.
-    fn keys_apart(
-        &self,
-        timeline: Timeline,
-        stages: &[usize],
-        why: &dyn Fn(&str, Option<&str>) -> String,
-    ) {
+    /// judged as it goes, and stops at its first wrong answer.
+    fn keys_apart(&self, timeline: Timeline, why: &dyn Fn(&str, Option<&str>) -> String) {
         let ctx = self.ctx();
         let whole = match self.pace().one_clock {
             true => timeline.on_one_clock(),
             false => timeline,
         };
-        let ends = stages.iter().copied().chain([whole.requests.len()]);
-        let Some((timeline, got, want, i)) = ends.filter(|&n| n > 0).find_map(|n| {
-            let timeline = whole.prefix(n.min(whole.requests.len()));
-            // A quarter of a million calls of a learner's file, built
-            // without optimisation, on a busy machine: more than one call's
-            // time limit, and still far from what a hang takes.
-            let limit = time_limit() * (1 + (timeline.requests.len() / 100_000) as u32);
-            let got = match run_watched_for(ctx.tested, &timeline, limit) {
-                Ok(got) => got,
-                Err(stop) => self.stopped_on_a_key(&timeline, stop),
-            };
-            let want = model_run(ctx.algorithm, &timeline);
-            first_difference(&got, &want).map(|i| (timeline, got, want, i))
-        }) else {
+        let whole = std::sync::Arc::new(whole);
+        let want = std::sync::Arc::new(model_run(ctx.algorithm, &whole));
+        // A quarter of a million calls of a learner's file, built without
+        // optimisation, on a busy machine: more than one call's time limit,
+        // and still far from what a hang takes.
+        let limit = time_limit() * (1 + (whole.requests.len() / 100_000) as u32);
+        let got = match run_until_wrong(ctx.tested, &whole, &want, limit) {
+            Ok(got) => got,
+            Err(stop) => self.stopped_on_a_key(&whole, stop),
+        };
+        let Some(i) = first_difference(&got, &want[..got.len()]) else {
             return;
         };
+        let timeline = whole.prefix(i + 1);
+        let want = want[..=i].to_vec();
         let wrong = timeline.requests[i].key.clone();
         // A key that goes wrong on its own is not this check's finding.
         let mut alone = timeline.prefix(i + 1);

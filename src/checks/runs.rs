@@ -39,6 +39,39 @@ pub(super) fn run_into(
     Ok(())
 }
 
+/// Runs a timeline on a fresh limiter of `variant` under the watchdog (for
+/// `limit`) until its first answer that is not `want`'s: the answers up to
+/// and including that one. A long timeline is judged as it goes, so a
+/// limiter that goes wrong early, and slow after, is not run to the end.
+pub(super) fn run_until_wrong(
+    variant: Variant,
+    timeline: &Arc<Timeline>,
+    want: &Arc<Vec<Decision>>,
+    limit: std::time::Duration,
+) -> Result<Vec<Decision>, Stop> {
+    let (t, w) = (timeline.clone(), want.clone());
+    let describe = |i: usize| nth_request(timeline, i);
+    let run = move || -> Result<Vec<Decision>, String> {
+        let mut limiter = build(variant, t.config)?;
+        let mut answers = Vec::with_capacity(t.requests.len());
+        for (i, r) in t.requests.iter().enumerate() {
+            progress(i);
+            let d = limiter.check(&r.key, r.now);
+            let wrong = w.get(i) != Some(&d);
+            answers.push(d);
+            if wrong {
+                break;
+            }
+        }
+        Ok(answers)
+    };
+    match watched(limit, describe, run) {
+        Ok(Ok(d)) => Ok(d),
+        Ok(Err(e)) => Err(Stop::Panicked(e)),
+        Err(stop) => Err(stop),
+    }
+}
+
 /// Runs a timeline on a fresh limiter of `variant`, on the current thread.
 pub(super) fn run(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, String> {
     let mut answers = Vec::with_capacity(timeline.requests.len());
@@ -91,19 +124,9 @@ pub(super) fn run_partial(variant: Variant, timeline: &Timeline) -> (Vec<Decisio
 
 /// Runs a timeline under the watchdog.
 pub(super) fn run_watched(variant: Variant, timeline: &Timeline) -> Result<Vec<Decision>, Stop> {
-    run_watched_for(variant, timeline, time_limit())
-}
-
-/// [`run_watched`] with a limit of its own, for timelines of hundreds of
-/// thousands of requests.
-pub(super) fn run_watched_for(
-    variant: Variant,
-    timeline: &Timeline,
-    limit: std::time::Duration,
-) -> Result<Vec<Decision>, Stop> {
     let t = timeline.clone();
     let describe = |i: usize| nth_request(timeline, i);
-    match watched(limit, describe, move || run(variant, &t)) {
+    match watched(time_limit(), describe, move || run(variant, &t)) {
         Ok(Ok(d)) => Ok(d),
         Ok(Err(e)) => Err(Stop::Panicked(e)),
         Err(stop) => Err(stop),
