@@ -34,6 +34,11 @@ macro_rules! redis_tests {
             }
 
             #[test]
+            fn denial_at_rollover() {
+                lesson().race($crate::Scenario::denial_at_rollover());
+            }
+
+            #[test]
             fn new_key() {
                 lesson().race($crate::Scenario::new_key());
             }
