@@ -13,6 +13,14 @@ use crate::render::call;
 use crate::time::Timestamp;
 use crate::watchdog::time_limit;
 
+/// Every key whose name starts with `prefix`.
+fn keys_under(server: &RedisServer, prefix: &str) -> Vec<String> {
+    redis::cmd("KEYS")
+        .arg(format!("{prefix}*"))
+        .query(&mut server.admin())
+        .expect("KEYS answers")
+}
+
 /// Runs an administrator's command on `server`.
 fn admin(server: &RedisServer, args: &[&str]) {
     let mut command = redis::cmd(args[0]);
@@ -96,30 +104,22 @@ impl RedisLesson {
         self.fault(
             "the script failing (WRONGTYPE error replies: its keys hold sets)",
             |server, prefix| {
-                let mut admin_connection = server.admin();
-                let keys: Vec<String> = redis::cmd("KEYS")
-                    .arg(format!("{prefix}*"))
-                    .query(&mut admin_connection)
-                    .expect("KEYS answers");
-                for key in keys {
+                let mut connection = server.admin();
+                for key in keys_under(server, prefix) {
                     let _: () = redis::pipe()
                         .atomic()
                         .del(&key)
                         .sadd(&key, "not the limiter's")
-                        .query(&mut admin_connection)
+                        .query(&mut connection)
                         .expect("DEL and SADD answer");
                 }
             },
             |server, prefix| {
-                let mut admin_connection = server.admin();
-                let keys: Vec<String> = redis::cmd("KEYS")
-                    .arg(format!("{prefix}*"))
-                    .query(&mut admin_connection)
-                    .expect("KEYS answers");
-                for key in keys {
+                let mut connection = server.admin();
+                for key in keys_under(server, prefix) {
                     let _: () = redis::cmd("DEL")
                         .arg(&key)
-                        .query(&mut admin_connection)
+                        .query(&mut connection)
                         .expect("DEL answers");
                 }
                 Ok(())

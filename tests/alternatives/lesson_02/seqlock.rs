@@ -42,12 +42,7 @@ impl ConcurrentFixedWindow {
     }
 
     fn slot(&self, key: &str) -> Arc<Slot> {
-        if let Some(slot) = self
-            .keys
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(key)
-        {
+        if let Some(slot) = self.keys.read().unwrap_or_else(|p| p.into_inner()).get(key) {
             return slot.clone();
         }
         let mut keys = self.keys.write().unwrap_or_else(|p| p.into_inner());
