@@ -146,8 +146,8 @@ impl Collected {
 }
 
 /// [`collect`], which also asks `stop(stdout, stderr)` whenever a line
-/// arrives (at most every 20 ms) and kills the child, and its process
-/// group, as soon as it says yes. Says which signal ended the child.
+/// arrives (at most every 20 ms; every 200 ms when none does) and kills the
+/// child, and its process group, as soon as it says yes. Says which signal ended the child.
 pub fn collect_until(
     mut child: std::process::Child,
     limit: Duration,
@@ -215,7 +215,11 @@ pub fn collect_until(
                 std::thread::sleep(Duration::from_millis(20))
             }
         }
-        if fresh && asked.elapsed() >= Duration::from_millis(20) {
+        // Asked when a line came, and every 200 ms without one, so that a
+        // `stop` that watches something besides the output (a run no longer
+        // wanted) is heard from a child that prints nothing.
+        let due = if fresh { 20 } else { 200 };
+        if asked.elapsed() >= Duration::from_millis(due) {
             fresh = false;
             asked = std::time::Instant::now();
             if stop(&seen.stdout, &seen.stderr) {

@@ -163,6 +163,65 @@ pub struct Lesson {
     pub mistakes: Vec<File>,
     /// `tests/alternatives/lesson_NN/*.rs` and `solutions/lesson_NN_*.rs`.
     pub alternatives: Vec<File>,
+    /// Where a workshop can stop, in order (`[[milestone]]` tables); empty
+    /// for a lesson that is one step.
+    pub milestones: Vec<Milestone>,
+}
+
+/// A point a learner can stop at within a lesson: its title and the checks
+/// that pass once it is reached, as patterns of test names.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Milestone {
+    /// 1, 2, … within its lesson.
+    pub number: usize,
+    pub title: String,
+    /// Test names, where `*` stands for any text (`examples::case_1_*`,
+    /// `*::loom::*`).
+    pub checks: Vec<String>,
+}
+
+/// Whether `pattern` (where `*` stands for any text) matches the whole of
+/// `name`.
+pub fn matches(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let (first, rest) = parts.split_first().expect("split gives one part at least");
+    let Some(mut left) = name.strip_prefix(first) else {
+        return false;
+    };
+    let Some((last, middle)) = rest.split_last() else {
+        return left.is_empty();
+    };
+    for part in middle {
+        match left.find(part) {
+            Some(at) => left = &left[at + part.len()..],
+            None => return false,
+        }
+    }
+    left.len() >= last.len() && left.ends_with(last)
+}
+
+/// The milestone a check (a test's name) belongs to: the one with the most
+/// specific pattern that matches it (the most characters other than `*`;
+/// the earlier milestone on a tie), so that a general pattern
+/// (`fixed_window::property::*`) and an exception to it
+/// (`*::property::agrees_with_model_under_a_bound`) can sit in two
+/// milestones. `None` when there are no milestones or no pattern matches.
+pub fn milestone_of<'m>(milestones: &'m [Milestone], test: &str) -> Option<&'m Milestone> {
+    let mut best: Option<(&Milestone, usize)> = None;
+    for milestone in milestones {
+        for pattern in &milestone.checks {
+            let score = specificity(pattern);
+            if matches(pattern, test) && best.is_none_or(|(_, s)| score > s) {
+                best = Some((milestone, score));
+            }
+        }
+    }
+    best.map(|(m, _)| m)
+}
+
+/// How specific a pattern is: its characters other than `*`.
+fn specificity(pattern: &str) -> usize {
+    pattern.chars().filter(|c| *c != '*').count()
 }
 
 impl Lesson {
@@ -189,6 +248,11 @@ impl Lesson {
 
     pub fn test_file(&self) -> String {
         format!("tests/{}.rs", self.name())
+    }
+
+    /// The milestone a check (a test's name) belongs to: see [`milestone_of`].
+    pub fn milestone_of(&self, test: &str) -> Option<&Milestone> {
+        milestone_of(&self.milestones, test)
     }
 
     /// The heading its text must start with.
@@ -633,6 +697,61 @@ mod tests {
             code.contains("decides_like_the_lesson_05_reference"),
             "{code}"
         );
+    }
+
+    #[test]
+    fn patterns_match_whole_names() {
+        assert!(matches(
+            "examples::case_1_*",
+            "examples::case_1_quota_then_429"
+        ));
+        assert!(!matches("examples::case_1_*", "examples::case_10_x"));
+        assert!(matches("*::loom::*", "fixed_window::loom::new_key"));
+        assert!(!matches("*::loom::*", "loom::new_key"));
+        assert!(matches("snapshot::first_look", "snapshot::first_look"));
+        assert!(!matches("snapshot::first_look", "snapshot::first_look_2"));
+        assert!(!matches("fixed_window::*", "x::fixed_window::y"));
+        assert!(matches("a*b*c", "abc") && matches("a*b*c", "a-b-b-c"));
+        assert!(!matches("a*bc", "abc-bc-x") && !matches("ab*ba", "aba"));
+    }
+
+    /// Milestones come from `[[milestone]]` tables after their lesson, and a
+    /// check belongs to the milestone of its most specific pattern.
+    #[test]
+    fn milestones_take_each_check_by_the_most_specific_pattern() {
+        let text = "[[lesson]]\nnumber = 9\ntitle = \"B\"\nkind = \"limiter\"\ntype = \"B\"\nalgorithm = \"FixedWindow\"\n\n\
+                    [[milestone]]\nlesson = 9\ntitle = \"One\"\nchecks = \"config::* fixed_window::property::*\"\n\n\
+                    [[milestone]]\nlesson = 9\ntitle = \"Two\"\nchecks = \"*::property::under_a_bound  *::loom::*\"\n";
+        let lessons = parse::lessons(text).unwrap();
+        let lesson = &lessons[0];
+        let titles: Vec<(usize, &str)> = lesson
+            .milestones
+            .iter()
+            .map(|m| (m.number, m.title.as_str()))
+            .collect();
+        assert_eq!(titles, [(1, "One"), (2, "Two")]);
+        assert_eq!(
+            lesson.milestones[1].checks,
+            ["*::property::under_a_bound", "*::loom::*"]
+        );
+        let of = |test: &str| lesson.milestone_of(test).map(|m| m.number);
+        assert_eq!(of("config::zero_keys"), Some(1));
+        assert_eq!(of("fixed_window::property::agrees_with_model"), Some(1));
+        assert_eq!(of("fixed_window::property::under_a_bound"), Some(2));
+        assert_eq!(of("fixed_window::loom::new_key"), Some(2));
+        assert_eq!(of("snapshot::x"), None);
+        for (bad, says) in [
+            ("[[milestone]]\nlesson = 3\ntitle = \"x\"\nchecks = \"a\"\n", "lesson 3 is not described"),
+            ("[[lesson]]\nnumber = 1\ntitle = \"B\"\nkind = \"limiter\"\ntype = \"B\"\nalgorithm = \"FixedWindow\"\n[[milestone]]\nlesson = 3\ntitle = \"x\"\nchecks = \"a\"\n", "lesson 3 is not described"),
+            ("[[lesson]]\nnumber = 1\ntitle = \"B\"\nkind = \"limiter\"\ntype = \"B\"\nalgorithm = \"FixedWindow\"\n[[milestone]]\nlesson = 1\ntitle = \"x\"\nchecks = \" \"\n", "test-name patterns"),
+            ("[[lesson]]\nnumber = 1\ntitle = \"B\"\nkind = \"limiter\"\ntype = \"B\"\nalgorithm = \"FixedWindow\"\n[[milestone]]\nlesson = 1\nchecks = \"a\"\n", "has no `title`"),
+        ] {
+            let error = match parse::lessons(bad) {
+                Ok(_) => panic!("accepted: {bad}"),
+                Err(e) => e,
+            };
+            assert!(error.contains(says), "{error}");
+        }
     }
 
     /// A mistake whose diff no longer applies, and a whole file among the

@@ -1,8 +1,8 @@
-//! Reads `lessons/lessons.toml`: a subset of TOML, `[[lesson]]` tables of
-//! string and integer keys, comments with `#`. Any TOML tool reads the file;
+//! Reads `lessons/lessons.toml`: a subset of TOML, `[[lesson]]` and
+//! `[[milestone]]` tables of string and integer keys, comments with `#`. Any TOML tool reads the file;
 //! this reader exists so that the lesson build needs no TOML crate.
 
-use crate::{Kind, Lesson};
+use crate::{Kind, Lesson, Milestone};
 
 /// One value of a `key = value` line.
 enum Value {
@@ -10,9 +10,9 @@ enum Value {
     Number(u32),
 }
 
-/// A `[[lesson]]` table: the line it starts on, and its `key = value` lines
-/// with their line numbers.
-type Table = (usize, Vec<(usize, String, Value)>);
+/// A `[[lesson]]` or `[[milestone]]` table: which, the line it starts on,
+/// and its `key = value` lines with their line numbers.
+type Table = (&'static str, usize, Vec<(usize, String, Value)>);
 
 /// The lessons of the catalog, in the order they are written, or a sentence
 /// naming the line that is wrong.
@@ -24,16 +24,20 @@ pub(crate) fn lessons(text: &str) -> Result<Vec<Lesson>, String> {
         if line.is_empty() {
             continue;
         }
-        if line == "[[lesson]]" {
-            tables.push((line_no, Vec::new()));
+        if let Some(header) = ["lesson", "milestone"]
+            .into_iter()
+            .find(|h| line == format!("[[{h}]]"))
+        {
+            tables.push((header, line_no, Vec::new()));
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
             return Err(format!(
-                "line {line_no}: expected `[[lesson]]` or `key = value`, found {line:?}"
+                "line {line_no}: expected `[[lesson]]`, `[[milestone]]` or `key = value`, \
+                 found {line:?}"
             ));
         };
-        let Some((_, table)) = tables.last_mut() else {
+        let Some((_, _, table)) = tables.last_mut() else {
             return Err(format!(
                 "line {line_no}: `{}` comes before the first `[[lesson]]`",
                 key.trim()
@@ -42,10 +46,73 @@ pub(crate) fn lessons(text: &str) -> Result<Vec<Lesson>, String> {
         let value = parse_value(value.trim()).map_err(|e| format!("line {line_no}: {e}"))?;
         table.push((line_no, key.trim().to_string(), value));
     }
-    tables
-        .into_iter()
-        .map(|(line_no, table)| lesson(line_no, table))
-        .collect()
+    let mut lessons = Vec::new();
+    let mut milestones = Vec::new();
+    for (header, line_no, table) in tables {
+        if header == "lesson" {
+            lessons.push(lesson(line_no, table)?);
+        } else {
+            milestones.push(milestone(line_no, table)?);
+        }
+    }
+    for (line_no, number, milestone) in milestones {
+        let Some(lesson) = lessons.iter_mut().find(|l| l.number == number) else {
+            return Err(format!(
+                "line {line_no}: the milestone's lesson {number} is not described by a \
+                 [[lesson]] table"
+            ));
+        };
+        lesson.milestones.push(Milestone {
+            number: lesson.milestones.len() + 1,
+            ..milestone
+        });
+    }
+    Ok(lessons)
+}
+
+/// A `[[milestone]]` table: the line it starts on, its lesson's number and
+/// the milestone (numbered when it joins its lesson).
+fn milestone(
+    at: usize,
+    table: Vec<(usize, String, Value)>,
+) -> Result<(usize, u32, Milestone), String> {
+    let mut lesson = None;
+    let mut title = None;
+    let mut checks = None;
+    for (line_no, key, value) in table {
+        let wrong = |what: &str| format!("line {line_no}: `{key}` must be {what}");
+        match (key.as_str(), value) {
+            ("lesson", Value::Number(n)) => lesson = Some(n),
+            ("title", Value::Text(t)) if !t.trim().is_empty() => title = Some(t),
+            ("checks", Value::Text(t)) if !t.trim().is_empty() => {
+                checks = Some(t.split_whitespace().map(String::from).collect())
+            }
+            ("lesson", _) => return Err(wrong("a whole number")),
+            ("title", _) => return Err(wrong("a string that is not empty")),
+            ("checks", _) => {
+                return Err(wrong(
+                    "a string of test-name patterns, separated by spaces (`*` stands for any text)",
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "line {line_no}: unknown key `{key}` in a [[milestone]] (known: lesson, \
+                     title, checks)"
+                ))
+            }
+        }
+    }
+    let missing = |key: &str| format!("the [[milestone]] at line {at} has no `{key}`");
+    let lesson = lesson.ok_or_else(|| missing("lesson"))?;
+    Ok((
+        at,
+        lesson,
+        Milestone {
+            number: 0,
+            title: title.ok_or_else(|| missing("title"))?,
+            checks: checks.ok_or_else(|| missing("checks"))?,
+        },
+    ))
 }
 
 fn lesson(at: usize, table: Vec<(usize, String, Value)>) -> Result<Lesson, String> {
@@ -96,6 +163,7 @@ fn lesson(at: usize, table: Vec<(usize, String, Value)>) -> Result<Lesson, Strin
         baseline,
         mistakes: Vec::new(),
         alternatives: Vec::new(),
+        milestones: Vec::new(),
     })
 }
 

@@ -30,6 +30,7 @@ macro_rules! __limiter_suite {
     (behaviour) => {
         $crate::__group!(config { $crate::config_tests!(); });
         $crate::__group!(property { $crate::property_tests!(); });
+        $crate::__group!(slow { $crate::slow_tests!(); });
         $crate::__group!(snapshot { $crate::snapshot_tests!(); });
         $crate::snapshot_tests!(compare);
     };

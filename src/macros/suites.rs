@@ -115,18 +115,26 @@ macro_rules! property_tests {
             ));
         }
 
-        /// A quarter of a million distinct keys, each its own, and keys whose
-        /// clocks lag the others'.
-        #[test]
-        fn keeps_many_keys_apart() {
-            lesson().keeps_many_keys_apart();
-        }
-
         /// Keys that look alike, end in digits, are long, or collide under
         /// the usual hashes: each its own.
         #[test]
         fn keeps_look_alike_keys_apart() {
             lesson().keeps_look_alike_keys_apart();
+        }
+    };
+}
+
+/// The slow checks every lesson runs (`lesson()` must be in scope): a
+/// quarter of a million calls each, so the runner runs them last, in the
+/// `slow` group, after the quick checks, the properties and the races.
+#[macro_export]
+macro_rules! slow_tests {
+    () => {
+        /// A quarter of a million distinct keys, each its own, and keys whose
+        /// clocks lag the others'.
+        #[test]
+        fn keeps_many_keys_apart() {
+            lesson().keeps_many_keys_apart();
         }
 
         /// A limit past 2^16 reached at one instant.
@@ -251,8 +259,9 @@ macro_rules! __source_tests {
 
 /// One group of checks: a module of that name, where `lesson()` is the
 /// enclosing one's. The runner sorts checks by these names (`config`,
-/// `property`, `snapshot`, `loom`, `race`, `fault`, `end_to_end`,
-/// `source`; the test file's `examples`).
+/// `property`, `slow` (properties that take a second or more), `snapshot`,
+/// `loom`, `race`, `fault`, `end_to_end`, `source`; the test file's
+/// `examples`), and runs them in tiers by them.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __group {
@@ -260,6 +269,7 @@ macro_rules! __group {
     // property without a word.
     (config $items:tt) => { $crate::__group!(@ config $items); };
     (property $items:tt) => { $crate::__group!(@ property $items); };
+    (slow $items:tt) => { $crate::__group!(@ slow $items); };
     (snapshot $items:tt) => { $crate::__group!(@ snapshot $items); };
     (loom $items:tt) => { $crate::__group!(@ loom $items); };
     (race $items:tt) => { $crate::__group!(@ race $items); };
@@ -276,7 +286,7 @@ macro_rules! __group {
     };
     ($other:ident $items:tt) => {
         compile_error!(concat!(
-            "`", stringify!($other), "` is not a group of checks: config, property, snapshot, ",
+            "`", stringify!($other), "` is not a group of checks: config, property, slow, snapshot, ",
             "loom, race, fault, end_to_end or source (the runner sorts checks by these)"
         ));
     };

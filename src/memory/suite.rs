@@ -105,6 +105,10 @@ macro_rules! __bounded_rule {
                 fn forgets_exactly_at_the_end_of_time() {
                     whole().forgets_exactly_at_the_end_of_time(RULE);
                 }
+            });
+
+            $crate::__group!(slow {
+                $crate::slow_tests!();
 
                 /// A million keys through a store of ten thousand.
                 #[test]

@@ -96,12 +96,14 @@ macro_rules! redis_tests {
             }
         });
 
-        $crate::__group!(property {
+        $crate::__group!(slow {
             #[test]
             fn keys_live_under_their_hash_tag_and_expire() {
                 lesson().keys_live_under_their_hash_tag_and_expire();
             }
+        });
 
+        $crate::__group!(property {
             #[test]
             fn server_clock_is_one_clock_for_every_app_server() {
                 lesson().server_clock_is_one_clock_for_every_app_server();
@@ -159,9 +161,9 @@ macro_rules! __redis_rule {
                 }
             });
 
-            $crate::__group!(property {
-                $crate::__exact_properties!();
+            $crate::__group!(property { $crate::__exact_properties!(); });
 
+            $crate::__group!(slow {
                 /// Three app servers taking requests in turn answer as one limiter.
                 #[test]
                 fn three_app_servers_agree_with_model() {
