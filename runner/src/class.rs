@@ -433,6 +433,7 @@ mod tests {
             name: format!("lesson_{n:02}"),
             title: format!("Lesson {n}"),
             kind: kata_catalog::Kind::SharedLimiter,
+            milestones: Vec::new(),
         }
     }
 

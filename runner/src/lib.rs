@@ -2,7 +2,9 @@
 //!
 //! - [`suite`]: runs a lesson's test binary as a child process and reads its
 //!   results;
-//! - [`runner`]: what `cargo run` knows: lesson states, hints;
+//! - [`runner`]: what `cargo run` knows: lesson states, milestones, hints;
+//! - [`staged`]: a lesson's checks run milestone by milestone and tier by
+//!   tier, stopping at the first failure;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
 //! - [`class`]: a whole class's reports or checkouts, as a table and a page;
 //! - [`load`]: `cargo run -- load`, a running server validated under load.
@@ -14,4 +16,5 @@ pub mod class;
 pub mod load;
 pub mod report;
 pub mod runner;
+pub mod staged;
 pub mod suite;

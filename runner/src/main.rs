@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use commands::{
-    bench, class, compare, find, hint, load, report, reset, serve, status, summarize, watch,
+    bench, class, compare, find, hint, load, reach, report, reset, serve, status, summarize, watch,
     Refusal,
 };
 use kata_runner::runner;
@@ -41,13 +41,24 @@ enum Command {
     Watch {
         /// The lesson's number (default: the first one not passed).
         lesson: Option<u32>,
+        /// Run every check each time, not only up to the first tier that fails.
+        #[arg(long)]
+        all: bool,
     },
-    /// Run one lesson's tests and sum them up by kind of check.
+    /// Run one lesson's tests milestone by milestone and tier by tier (quick
+    /// checks, properties, races, slow checks), showing each tier as it ends
+    /// and stopping after the first tier that fails.
     Test {
         lesson: u32,
         /// Show every failing check's whole message.
         #[arg(long)]
         details: bool,
+        /// Run every check, past a tier that fails.
+        #[arg(long)]
+        all: bool,
+        /// Only milestones 1 to K; exits 0 when they are all reached.
+        #[arg(long, value_name = "K")]
+        milestone: Option<usize>,
     },
     /// Show the next hint of a lesson (one more each time), or hint K again.
     Hint {
@@ -135,10 +146,16 @@ fn main() -> ExitCode {
         .map_err(Refusal)
         .and_then(|lessons| match cli.command {
             None => status(&root, &lessons),
-            Some(Command::Watch { lesson }) => watch(&root, &lessons, lesson),
-            Some(Command::Test { lesson, details }) => {
-                find(&lessons, lesson).map(|entry| summarize(&root, entry, details))
-            }
+            Some(Command::Watch { lesson, all }) => watch(&root, &lessons, lesson, all),
+            Some(Command::Test {
+                lesson,
+                details,
+                all,
+                milestone,
+            }) => find(&lessons, lesson).and_then(|entry| {
+                let reach = reach(entry, all, milestone)?;
+                Ok(summarize(&root, entry, details, reach))
+            }),
             Some(Command::Hint { lesson, which }) => {
                 find(&lessons, lesson).and_then(|e| hint(&root, e, which))
             }

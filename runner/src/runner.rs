@@ -19,6 +19,8 @@ pub struct Entry {
     pub title: String,
     /// How its tests drive the learner's type.
     pub kind: kata_catalog::Kind,
+    /// Where a workshop can stop, in order; empty for a one-step lesson.
+    pub milestones: Vec<kata_catalog::Milestone>,
 }
 
 impl Entry {
@@ -48,6 +50,7 @@ pub fn lessons(root: &Path) -> Result<Vec<Entry>, String> {
             name: l.name(),
             title: l.title,
             kind: l.kind,
+            milestones: l.milestones,
         })
         .collect())
 }
@@ -239,9 +242,21 @@ pub fn first_failure(output: &str, lines: usize) -> Option<String> {
     Some(text)
 }
 
-/// The `cargo run -- compare` command of the most telling failed test that
-/// has one (examples first, as in [`first_failure`]).
+/// The `cargo run -- compare` command of the most telling failed test (the
+/// one [`first_failure`] shows), if its message has one. Another failure's
+/// command is never offered for it: it would replay another check.
 pub fn replay_command(output: &str) -> Option<String> {
+    ranked_failures(output).first().and_then(|b| {
+        b.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("cargo run -- compare "))
+            .map(String::from)
+    })
+}
+
+/// The `cargo run -- compare` command of the most telling failed test that
+/// has one: a timeline some check failed on, whichever.
+pub fn any_replay_command(output: &str) -> Option<String> {
     ranked_failures(output).iter().find_map(|b| {
         b.lines()
             .map(str::trim)
@@ -287,6 +302,109 @@ fn rank(kind: Kind) -> u8 {
 pub struct Hint {
     pub title: String,
     pub text: String,
+}
+
+impl Hint {
+    /// The milestone a hint belongs to: M in a title `Hint M.K (…): …`;
+    /// `None` for `Hint K (…): …`, a hint of a lesson without milestones.
+    pub fn milestone(&self) -> Option<usize> {
+        let number = self.title.strip_prefix("Hint ")?;
+        let number = number.split([' ', ':']).next()?;
+        let (milestone, _) = number.split_once('.')?;
+        milestone.parse().ok()
+    }
+}
+
+/// The hints a learner at `milestone` is given: that milestone's, or every
+/// hint when the text has none by milestone.
+pub fn hints_for(all: Vec<Hint>, milestone: usize) -> Vec<Hint> {
+    if all.iter().all(|h| h.milestone().is_none()) {
+        return all;
+    }
+    all.into_iter()
+        .filter(|h| h.milestone() == Some(milestone))
+        .collect()
+}
+
+/// The milestones a run reached: each one whose checks all ran and passed,
+/// in order, up to the first that did not.
+pub fn milestones_reached(entry: &Entry, outcome: &Outcome) -> usize {
+    let mut reached = 0;
+    for milestone in &entry.milestones {
+        let mut ran = outcome.tests.iter().filter(|(name, _)| {
+            kata_catalog::milestone_of(&entry.milestones, name)
+                .map_or(entry.milestones.len(), |m| m.number)
+                == milestone.number
+        });
+        let mut any = false;
+        if !ran.all(|(_, ok)| {
+            any = true;
+            *ok
+        }) || !any
+        {
+            break;
+        }
+        reached = milestone.number;
+    }
+    reached
+}
+
+/// What is wrong with a lesson's milestones, given its checks: a check no
+/// milestone takes, and a pattern that takes no check (a typo, or a check
+/// renamed), each named.
+pub fn milestone_problems(milestones: &[kata_catalog::Milestone], tests: &[String]) -> Vec<String> {
+    if milestones.is_empty() {
+        return Vec::new();
+    }
+    let mut problems: Vec<String> = tests
+        .iter()
+        .filter(|t| kata_catalog::milestone_of(milestones, t).is_none())
+        .map(|t| format!("the check {t} belongs to no milestone"))
+        .collect();
+    for milestone in milestones {
+        for pattern in &milestone.checks {
+            let takes_one = tests.iter().any(|t| {
+                kata_catalog::milestone_of(milestones, t).is_some_and(|m| m == milestone)
+                    && kata_catalog::matches(pattern, t)
+            });
+            if !takes_one {
+                problems.push(format!(
+                    "milestone {} ({}): the pattern {pattern} takes no check",
+                    milestone.number, milestone.title
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// `milestone 2 of 4: The token bucket`: where a learner stands in a lesson
+/// with milestones, after reaching `reached` of them.
+pub fn milestone_line(entry: &Entry, reached: usize) -> Option<String> {
+    let total = entry.milestones.len();
+    if total == 0 {
+        return None;
+    }
+    Some(match entry.milestones.get(reached) {
+        Some(next) => format!("milestone {} of {total}: {}", next.number, next.title),
+        None => format!("every milestone reached ({total} of {total})"),
+    })
+}
+
+/// The milestone a learner is at in a lesson (the first not reached by
+/// the last `test` or `watch` run, kept in `.kata/milestones/`), 1 when no
+/// run is known.
+pub fn current_milestone(root: &Path, lesson: &str) -> usize {
+    std::fs::read_to_string(root.join(".kata").join("milestones").join(lesson))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1)
+}
+
+pub fn remember_milestone(root: &Path, lesson: &str, milestone: usize) -> std::io::Result<()> {
+    let dir = root.join(".kata").join("milestones");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(lesson), milestone.to_string())
 }
 
 /// The hints of a lesson text: its `<details><summary>Hint N: title</summary>`
@@ -407,6 +525,82 @@ mod tests {
     }
 
     #[test]
+    fn hints_belong_to_their_milestone() {
+        let text = "<details><summary>Hint 1.1 (concept): a</summary>x</details>\n\
+                    <details><summary>Hint 1.2 (approach): b</summary>y</details>\n\
+                    <details><summary>Hint 2.1 (concept): c</summary>z</details>\n";
+        let all = hints(text);
+        let of: Vec<Option<usize>> = all.iter().map(Hint::milestone).collect();
+        assert_eq!(of, [Some(1), Some(1), Some(2)]);
+        let second: Vec<String> = hints_for(all.clone(), 2)
+            .into_iter()
+            .map(|h| h.text)
+            .collect();
+        assert_eq!(second, ["z"]);
+        let plain = hints("<details><summary>Hint 3 (sketch): d</summary>w</details>");
+        assert_eq!(plain[0].milestone(), None);
+        assert_eq!(hints_for(plain, 4).len(), 1);
+    }
+
+    #[test]
+    fn milestones_are_reached_in_order() {
+        let entry = Entry {
+            number: 9,
+            name: "lesson_09".into(),
+            title: "B".into(),
+            kind: kata_catalog::Kind::BoundedLimiter,
+            milestones: ["a::*", "b::*", "c::*"]
+                .iter()
+                .enumerate()
+                .map(|(i, p)| kata_catalog::Milestone {
+                    number: i + 1,
+                    title: format!("M{}", i + 1),
+                    checks: vec![p.to_string()],
+                })
+                .collect(),
+        };
+        let run = |tests: &[(&str, bool)]| milestones_reached(&entry, &outcome(tests, true, ""));
+        assert_eq!(run(&[("a::x", true), ("b::x", false), ("c::x", true)]), 1);
+        assert_eq!(run(&[("a::x", true), ("b::x", true), ("c::x", true)]), 3);
+        assert_eq!(run(&[("a::x", false), ("b::x", true)]), 0);
+        // A milestone none of whose checks ran is not reached.
+        assert_eq!(run(&[("a::x", true), ("c::x", true)]), 1);
+        assert_eq!(
+            milestone_line(&entry, 1).as_deref(),
+            Some("milestone 2 of 3: M2")
+        );
+        assert_eq!(
+            milestone_line(&entry, 3).as_deref(),
+            Some("every milestone reached (3 of 3)")
+        );
+    }
+
+    #[test]
+    fn milestone_problems_name_the_check_and_the_pattern() {
+        let milestones: Vec<kata_catalog::Milestone> = [("One", "a::* b::x"), ("Two", "c::* a::y")]
+            .iter()
+            .enumerate()
+            .map(|(i, (t, c))| kata_catalog::Milestone {
+                number: i + 1,
+                title: t.to_string(),
+                checks: c.split_whitespace().map(String::from).collect(),
+            })
+            .collect();
+        let tests: Vec<String> = ["a::x", "a::y", "c::z", "d::w"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            milestone_problems(&milestones, &tests),
+            [
+                "the check d::w belongs to no milestone",
+                "milestone 1 (One): the pattern b::x takes no check",
+            ]
+        );
+        assert!(milestone_problems(&milestones[..0], &tests).is_empty());
+    }
+
+    #[test]
     fn hints_come_from_details_blocks() {
         let text = "# Lesson 09 — X\n\n<details><summary>Hint 1: a</summary>\n\nfirst\n\n</details>\n\n<details><summary>Hint 2: b</summary>\nsecond\n</details>\n";
         let found = hints(text);
@@ -429,6 +623,31 @@ mod tests {
         assert!(details.contains("boom at x.rs:3"));
         assert!(!details.contains("RUST_BACKTRACE"));
         assert!(first_failure(output, 5).unwrap().contains("boom"));
+    }
+
+    /// The replay command shown under the first failure is that failure's
+    /// own: a property's command is never offered for a failing example.
+    #[test]
+    fn the_replay_command_belongs_to_the_first_failure() {
+        let output = "running 2 tests\n\nfailures:\n\n---- property::keeps_the_limit stdout ----\nrequest #2 wrong\n\
+                      replay it beside the reference's answers:\n  cargo run -- compare 2 'L=1 W=2ns: a@3 a@3'\n\n\
+                      ---- examples::case_1_x stdout ----\nthe example fails\n\n\
+                      failures:\n    property::keeps_the_limit\n    examples::case_1_x\n";
+        let first = first_failure(output, 30).unwrap();
+        assert!(first.starts_with("---- examples::case_1_x"), "{first}");
+        assert_eq!(replay_command(output), None);
+        assert_eq!(
+            any_replay_command(output).as_deref(),
+            Some("cargo run -- compare 2 'L=1 W=2ns: a@3 a@3'")
+        );
+        let own = output.replace(
+            "the example fails",
+            "the example fails\n  cargo run -- compare 2 first_look",
+        );
+        assert_eq!(
+            replay_command(&own).as_deref(),
+            Some("cargo run -- compare 2 first_look")
+        );
     }
 
     #[test]

@@ -39,7 +39,7 @@ impl Kind {
                 Some(match part {
                     "examples" => Kind::Example,
                     "config" => Kind::Config,
-                    "property" => Kind::Property,
+                    "property" | "slow" => Kind::Property,
                     "snapshot" => Kind::Snapshot,
                     "loom" => Kind::Loom,
                     "race" => Kind::Race,
@@ -80,6 +80,60 @@ impl Kind {
             self,
             Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source
         )
+    }
+}
+
+/// The tiers a lesson's checks run in, one after the other, the quickest
+/// and most telling first: a learner whose key function is wrong hears it
+/// from an example in a second, not after the million-key flood.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Tier {
+    /// Examples, configuration, drawings and source checks: milliseconds each.
+    Quick,
+    Properties,
+    /// Loom's interleavings and the Redis app servers' orders.
+    Races,
+    /// Floods, many keys, faults, end to end: the `slow` group, and the
+    /// faults and end-to-end checks.
+    Slow,
+}
+
+impl Tier {
+    pub const ALL: [Tier; 4] = [Tier::Quick, Tier::Properties, Tier::Races, Tier::Slow];
+
+    /// A test's tier, from its group (see [`Kind::of`]): a check in a `slow`
+    /// module is slow whatever its kind.
+    pub fn of(test: &str) -> Tier {
+        let modules = test.rsplit_once("::").map_or("", |(modules, _)| modules);
+        if modules.split("::").any(|m| m == "slow") {
+            return Tier::Slow;
+        }
+        match Kind::of(test) {
+            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source => Tier::Quick,
+            Kind::Property => Tier::Properties,
+            Kind::Loom | Kind::Race => Tier::Races,
+            Kind::Fault | Kind::EndToEnd => Tier::Slow,
+        }
+    }
+
+    /// What learners call it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Tier::Quick => "quick checks (examples, configuration, drawings)",
+            Tier::Properties => "properties",
+            Tier::Races => "races",
+            Tier::Slow => "slow checks (floods, many keys, faults, end to end)",
+        }
+    }
+
+    /// Its name in a sentence: "a quick check", "a property".
+    pub fn one(self) -> &'static str {
+        match self {
+            Tier::Quick => "a quick check",
+            Tier::Properties => "a property",
+            Tier::Races => "a race",
+            Tier::Slow => "a slow check",
+        }
     }
 }
 
@@ -221,6 +275,56 @@ impl Binaries {
     }
 }
 
+/// Builds one lesson's test binary exactly as `cargo test --test <lesson>`
+/// does from `root`, and finds it. The `Err` is what the build printed (the
+/// compiler's errors, named relative to `root`, for
+/// [`crate::runner::compiler_errors`]), or that it did not finish within
+/// [`run_limit`].
+pub fn build_lesson(root: &Path, lesson: &str) -> Result<PathBuf, String> {
+    let mut command = Command::new(cargo());
+    command
+        .current_dir(root)
+        .args([
+            "test",
+            "--quiet",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+            "--test",
+            lesson,
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    let seen = match command.spawn() {
+        Ok(child) => kata::watchdog::collect_until(child, run_limit(), |_, _| false),
+        Err(e) => return Err(format!("could not start cargo: {e}")),
+    };
+    let printed = seen.stderr.replace(&format!("{}/", root.display()), "");
+    if seen.timed_out {
+        return Err(format!(
+            "{printed}\nstopped: building the tests of {lesson} did not finish within {} s",
+            run_limit().as_secs()
+        ));
+    }
+    let built = seen.stdout.lines().find_map(|line| {
+        let message = serde_json::from_str::<serde_json::Value>(line).ok()?;
+        let target = &message["target"];
+        let ours = target["name"] == lesson
+            && target["kind"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "test"));
+        ours.then(|| message["executable"].as_str().map(PathBuf::from))
+            .flatten()
+    });
+    match built {
+        Some(exe) if !printed.lines().any(|l| l.starts_with("error")) => Ok(exe),
+        _ if printed.trim().is_empty() => Err(format!("cargo built no test binary for {lesson}")),
+        _ => Err(printed),
+    }
+}
+
 /// Builds the test targets `selection` names (`cargo test --no-run` with
 /// those arguments, from `root`) and finds each one's binary, by target
 /// name. The compiler's errors are the `Err`.
@@ -306,7 +410,7 @@ pub enum Until<'a> {
 /// The test threads of a run: at least two, so that libtest writes each
 /// result when the test ends, as one line (unless another test prints in
 /// between: [`results`] reads the failures' list at the end too).
-fn test_threads() -> usize {
+pub fn test_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }
 
@@ -322,9 +426,37 @@ pub fn run_binary(
     only: Option<&[String]>,
     until: Until,
 ) -> Outcome {
+    run_binary_on(root, exe, subject, only, until, test_threads())
+}
+
+/// [`run_binary`] on `threads` test threads (at least two: see
+/// [`test_threads`]).
+pub fn run_binary_on(
+    root: &Path,
+    exe: &Path,
+    subject: &str,
+    only: Option<&[String]>,
+    until: Until,
+    threads: usize,
+) -> Outcome {
+    run_binary_unless(root, exe, subject, only, until, threads, &|| false)
+}
+
+/// [`run_binary_on`], stopped as soon as `unwanted()` says yes (asked at
+/// least every 200 ms): a staged run's later stage, after an earlier one
+/// failed.
+pub fn run_binary_unless(
+    root: &Path,
+    exe: &Path,
+    subject: &str,
+    only: Option<&[String]>,
+    until: Until,
+    threads: usize,
+    unwanted: &(dyn Fn() -> bool + Sync),
+) -> Outcome {
     let started = Instant::now();
     let listed = list(exe).unwrap_or_default();
-    let threads = test_threads();
+    let threads = threads.max(2);
     let mut command = Command::new(exe);
     command
         .current_dir(root)
@@ -350,13 +482,14 @@ pub fn run_binary(
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     let seen = match command.spawn() {
         Ok(child) => kata::watchdog::collect_until(child, run_limit(), |out, err| {
-            stop_when_caught
-                && out
-                    .lines()
-                    .any(|l| l.starts_with("test ") && l.ends_with(" ... FAILED"))
-                && shows
-                    .iter()
-                    .all(|want| out.contains(want.as_str()) || err.contains(want.as_str()))
+            unwanted()
+                || stop_when_caught
+                    && out
+                        .lines()
+                        .any(|l| l.starts_with("test ") && l.ends_with(" ... FAILED"))
+                    && shows
+                        .iter()
+                        .all(|want| out.contains(want.as_str()) || err.contains(want.as_str()))
         }),
         Err(e) => kata::watchdog::Collected {
             stderr: format!("could not start {}: {e}", exe.display()),

@@ -292,6 +292,37 @@ fn main() -> ExitCode {
         }
     };
 
+    // Every check of a lesson with milestones belongs to one, and every
+    // pattern of its milestones takes a check.
+    for lesson in lessons.iter().filter(|l| !l.milestones.is_empty()) {
+        let exe = &binaries.by_lesson[&lesson.name()];
+        let (ok, detail) = match suite::list(exe) {
+            Ok(tests) => {
+                let problems = kata_runner::runner::milestone_problems(&lesson.milestones, &tests);
+                (
+                    problems.is_empty(),
+                    if problems.is_empty() {
+                        format!(
+                            "{} checks in {} milestones",
+                            tests.len(),
+                            lesson.milestones.len()
+                        )
+                    } else {
+                        problems.join("; ")
+                    },
+                )
+            }
+            Err(e) => (false, e),
+        };
+        rows.push(Row {
+            lesson: lesson.name(),
+            subject: "milestones (lessons/lessons.toml)".into(),
+            ok,
+            detail,
+            seconds: 0.0,
+        });
+    }
+
     // The runner driven on its fixtures, built here and run beside the
     // lessons that need no server (their checks have no tight time limits),
     // from its binary (a cargo running it would hold the build directory),

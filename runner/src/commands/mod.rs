@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use kata_runner::runner::{self, Entry, State};
+use kata_runner::staged::Reach;
 use kata_runner::suite::{self, Outcome};
 
 /// A child's success or failure as the runner's own.
@@ -75,6 +76,26 @@ pub fn find(lessons: &[Entry], number: u32) -> Result<&Entry, Refusal> {
             known.join(", ")
         ))
     })
+}
+
+/// How far `test` goes: `--all`, and `--milestone K` checked against the
+/// lesson's milestones.
+pub fn reach(entry: &Entry, all: bool, milestone: Option<usize>) -> Result<Reach, Refusal> {
+    let total = entry.milestones.len();
+    match milestone {
+        Some(k) if total == 0 && k != 1 => Err(Refusal(format!(
+            "lesson {} has no milestones: it is one step, `--milestone 1` or none",
+            entry.number
+        ))),
+        Some(k) if total > 0 && !(1..=total).contains(&k) => Err(Refusal(format!(
+            "lesson {} has milestones 1 to {total}, not {k}",
+            entry.number
+        ))),
+        _ => Ok(Reach {
+            all,
+            upto: milestone.filter(|_| total > 0),
+        }),
+    }
 }
 
 pub fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {

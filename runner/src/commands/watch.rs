@@ -8,6 +8,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use kata_runner::runner::{Entry, State};
+use kata_runner::staged::Reach;
 use notify::Watcher;
 
 use super::{find, summarize, survey, Done};
@@ -19,7 +20,7 @@ enum Wake {
     Quit,
 }
 
-pub fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
+pub fn watch(root: &Path, lessons: &[Entry], number: Option<u32>, all: bool) -> Done {
     let entry = match number {
         Some(n) => find(lessons, n)?.clone(),
         None => {
@@ -92,7 +93,8 @@ pub fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
             entry.number
         );
     }
-    let mut last = summarize(root, &entry, false);
+    let reach = Reach { all, upto: None };
+    let mut last = summarize(root, &entry, false, reach);
     loop {
         match rx.recv() {
             Ok(Wake::Saved) | Ok(Wake::Enter) => {
@@ -101,7 +103,7 @@ pub fn watch(root: &Path, lessons: &[Entry], number: Option<u32>) -> Done {
                 std::thread::sleep(Duration::from_millis(150));
                 let quit = rx.try_iter().any(|wake| matches!(wake, Wake::Quit));
                 redraw(&entry);
-                last = summarize(root, &entry, false);
+                last = summarize(root, &entry, false, reach);
                 if quit {
                     return Ok(last);
                 }

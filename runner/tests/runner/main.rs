@@ -86,7 +86,7 @@ fn status_lists_every_lesson_and_the_next_step() {
 }
 
 #[test]
-fn test_sums_up_by_kind_and_exits_with_the_result() {
+fn test_runs_tier_by_tier_and_exits_with_the_result() {
     let _one = serial();
     let passed = runner(&["test", "1"]);
     assert_eq!(passed.code, 0, "{}", passed.out);
@@ -94,7 +94,28 @@ fn test_sums_up_by_kind_and_exits_with_the_result() {
 
     let failing = runner(&["test", "2"]);
     assert_eq!(failing.code, 1, "{}", failing.out);
-    assert!(failing.out.contains("FAIL  examples"), "{}", failing.out);
+    // The quick checks run first and fail; the run stops there and says
+    // what it did not run, and how to run it anyway.
+    assert!(
+        failing.out.contains("FAIL  quick checks"),
+        "{}",
+        failing.out
+    );
+    assert!(
+        failing.out.contains("not run: properties")
+            && failing
+                .out
+                .contains("`cargo run -- test 2 --all` runs them anyway"),
+        "{}",
+        failing.out
+    );
+    let all = runner(&["test", "2", "--all"]);
+    assert_eq!(all.code, 1, "{}", all.out);
+    assert!(
+        all.out.contains("  properties ") && !all.out.contains("not run:"),
+        "{}",
+        all.out
+    );
     assert!(failing.out.contains("first failure:"), "{}", failing.out);
     // The failing named examples are listed by name: each states a rule.
     assert!(
@@ -155,6 +176,13 @@ fn bad_input_gets_a_message_and_exit_code_2() {
             .contains("there is no lesson 9; the lessons are 1, 2, 3, 4, 5"),
         "{}",
         unknown.err
+    );
+    let milestone = runner(&["test", "2", "--milestone", "2"]);
+    assert_eq!(milestone.code, 2);
+    assert!(
+        milestone.err.contains("lesson 2 has no milestones"),
+        "{}",
+        milestone.err
     );
     let scenario = runner(&["compare", "2", "nosuch"]);
     assert_eq!(scenario.code, 2);
@@ -458,12 +486,14 @@ fn watch_reruns_on_enter_and_quits_on_q() {
     let _one = serial();
     let run = runner_with(&["watch", "1"], "\nq\n", &[]);
     assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    // Two runs, each to the end: the heading, then the verdict.
     assert_eq!(
-        run.out.matches("lesson 01, Passing: passed").count(),
+        run.out.matches("lesson 01, Passing\n").count(),
         2,
         "{}",
         run.out
     );
+    assert_eq!(run.out.matches("\npassed (").count(), 2, "{}", run.out);
 }
 
 #[test]
