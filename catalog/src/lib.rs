@@ -457,10 +457,13 @@ pub const GUIDES: [(&str, &str); 2] = [
 ];
 
 /// The book's table of contents (`lessons/SUMMARY.md`, read by mdBook):
-/// the contract, every lesson, titled from the catalog, then the
-/// [`GUIDES`].
+/// the contract and the page of the harness's types beside it, every
+/// lesson, titled from the catalog, each with its page of classic mistakes,
+/// then the [`GUIDES`].
 pub fn summary(catalog: &Catalog) -> String {
-    let mut text = String::from("# Summary\n\n[The contract](CONTRACT.md)\n\n# Lessons\n\n");
+    let mut text = String::from(
+        "# Summary\n\n[The contract](CONTRACT.md)\n\n[The harness's types](types.md)\n\n# Lessons\n\n",
+    );
     for lesson in &catalog.lessons {
         let _ = writeln!(
             text,
@@ -483,17 +486,25 @@ pub fn summary(catalog: &Catalog) -> String {
     text
 }
 
-/// `lessons/mistakes/lesson_NN.md`, the book's page of a lesson's classic
-/// mistakes: each one's explanation and diff, included from its file.
+/// `lessons/mistakes/lesson_NN.md`, the book's appendix of a lesson's
+/// classic mistakes: the hand-written list of them, one line each in the
+/// order of the lesson's milestones ([`mistakes_list_file`], included),
+/// then each one's explanation and diff, included from its file.
 pub fn mistakes_page(lesson: &Lesson) -> String {
     let name = lesson.name();
     let mut text = format!(
         "# Lesson {:02} — classic mistakes\n\n\
+         Bugs that [lesson {:02}](../{name}.md)'s code is often written with, each \
+         kept in the kata's gallery and caught by the lesson's checks: first each in a \
+         line, then each with its diff.\n\n\
+         {{{{#include {name}{LIST}}}}}\n\n\
+         ## Each mistake and its diff\n\n\
          Each mistake is kept as what it is and why it is tempting (the `//!` lines), \
          then the diff that puts it into the lesson's reference \
          ([`{}`](../../{})). The self-check proves that the lesson's checks catch \
          every one and print its `Shows:` lines; \
          `KATA_SUBJECT=mistake:<name> cargo test --test {name}` shows which checks do.\n",
+        lesson.number,
         lesson.number,
         lesson.reference_file(),
         lesson.reference_file(),
@@ -501,12 +512,24 @@ pub fn mistakes_page(lesson: &Lesson) -> String {
     for mistake in &lesson.mistakes {
         let _ = write!(
             text,
-            "\n## {}\n\n```diff\n{{{{#include ../../{}}}}}\n```\n",
+            "\n### {}\n\n```diff\n{{{{#include ../../{}}}}}\n```\n",
             mistake.name, mistake.path
         );
     }
     text
 }
+
+/// `lessons/mistakes/lesson_NN.list.md`, written by hand: every mistake of
+/// the lesson in a line, linked to its diff (`../../mistakes/lesson_NN/…`),
+/// which [`mistakes_page`] includes.
+pub fn mistakes_list_file(lesson: &Lesson) -> String {
+    format!("lessons/mistakes/{}{LIST}", lesson.name())
+}
+
+/// The ending of a lesson's hand-written list of mistakes, `lesson_NN.list.md`
+/// (written in two parts, so that the catalog's check of cited pages reads
+/// no page name in it).
+const LIST: &str = concat!(".list", ".md");
 
 /// Where [`mistakes_page`] is kept.
 pub fn mistakes_page_file(lesson: &Lesson) -> String {

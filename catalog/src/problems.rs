@@ -62,12 +62,26 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             &lesson.heading(),
             FILE,
         ));
+        // Every mistake is linked from the lesson's appendix of mistakes
+        // (the hand-written list its book page includes), or from the text.
+        let list_file = crate::mistakes_list_file(lesson);
+        let list = read(&list_file);
+        if list.is_none() && !lesson.mistakes.is_empty() {
+            found.push(format!(
+                "{list_file} is missing: the book's page of lesson {}'s mistakes includes it \
+                 (every mistake in a line, linked to its diff)",
+                lesson.number
+            ));
+        }
         for mistake in &lesson.mistakes {
-            let link = format!("../{}", mistake.path);
-            if !text.contains(&format!("({link})")) {
+            let link = format!("../../{}", mistake.path);
+            let linked = list
+                .as_deref()
+                .is_some_and(|l| l.contains(&format!("({link})")))
+                || text.contains(&format!("(../{})", mistake.path));
+            if !linked {
                 found.push(format!(
-                    "{} does not link its mistake {} (add it to \"Classic mistakes\" as ({link}))",
-                    lesson.text(),
+                    "{list_file} does not link the mistake {} (add a line for it as ({link}))",
                     mistake.path
                 ));
             }
