@@ -297,6 +297,53 @@ fn rank(kind: Kind) -> u8 {
     }
 }
 
+/// What `cargo run -- compare N [TIMELINE]` asks a lesson of `kind` to
+/// draw: TIMELINE, or the kind's own first drawing (lesson 09's is its store
+/// under pressure). A TIMELINE the lesson's tests would not accept is
+/// refused here, before anything is built, with their words.
+pub fn comparison(kind: kata_catalog::Kind, timeline: Option<&str>) -> Result<String, String> {
+    use kata_catalog::Kind as K;
+    let default = match kind {
+        K::BoundedLimiter => kata::memory::checks::STORE_DRAWING,
+        _ => kata::checks::DEFAULT_COMPARISON,
+    };
+    let which = timeline.map_or(default, str::trim).to_string();
+    match kind {
+        K::HttpLayer => {
+            let names: Vec<&str> = kata::http::checks::SNAPSHOTS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
+            if !names.contains(&which.as_str()) {
+                kata::http::exchange::parse(&which).map_err(|e| {
+                    format!(
+                        "{e}; name one of {} or write a timeline as a failure prints it",
+                        names.join(", ")
+                    )
+                })?;
+            }
+        }
+        // The store's drawing, a store's steps (`a@0 sweep@1000`), or a
+        // timeline every lesson shares, drawn for each rule.
+        K::BoundedLimiter => {
+            let drawn = which == kata::memory::checks::STORE_DRAWING
+                || kata::memory::checks::parse_steps(&which).is_ok();
+            if !drawn {
+                kata::timeline::Standard::resolve(&which).map_err(|e| {
+                    format!(
+                        "{e}; or name lesson 09's drawing, {}",
+                        kata::memory::checks::STORE_DRAWING
+                    )
+                })?;
+            }
+        }
+        _ => {
+            kata::timeline::Standard::resolve(&which)?;
+        }
+    }
+    Ok(which)
+}
+
 /// A hint: its title and its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hint {
@@ -598,6 +645,38 @@ mod tests {
             ]
         );
         assert!(milestone_problems(&milestones[..0], &tests).is_empty());
+    }
+
+    /// Each kind's own drawings are asked for by name, and by default.
+    #[test]
+    fn compare_takes_each_kind_s_drawings() {
+        use kata_catalog::Kind as K;
+        for (kind, asked, drawn) in [
+            (
+                K::BoundedLimiter,
+                Some("store_under_pressure"),
+                "store_under_pressure",
+            ),
+            (K::BoundedLimiter, None, "store_under_pressure"),
+            (
+                K::BoundedLimiter,
+                Some("a@0 b@0 sweep@1000"),
+                "a@0 b@0 sweep@1000",
+            ),
+            (K::BoundedLimiter, Some("first_look"), "first_look"),
+            (K::SharedLimiter, None, "first_look"),
+            (K::RedisLimiter, Some("two_keys"), "two_keys"),
+            (K::HttpLayer, Some("behind_a_proxy"), "behind_a_proxy"),
+        ] {
+            assert_eq!(
+                comparison(kind, asked).as_deref(),
+                Ok(drawn),
+                "{kind:?} {asked:?}"
+            );
+        }
+        let refused = comparison(K::BoundedLimiter, Some("nosuch")).unwrap_err();
+        assert!(refused.contains("store_under_pressure"), "{refused}");
+        assert!(comparison(K::SharedLimiter, Some("store_under_pressure")).is_err());
     }
 
     #[test]

@@ -10,27 +10,8 @@ use kata_runner::suite;
 use super::{run_lesson, spinner, Done, Refusal};
 
 pub fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
-    let which = timeline.unwrap_or_else(|| kata::checks::DEFAULT_COMPARISON.into());
     // Refused here, before building anything, with the same words as the tests.
-    if entry.kind == kata_catalog::Kind::HttpLayer {
-        let named = kata::http::checks::SNAPSHOTS
-            .iter()
-            .any(|(n, _)| *n == which);
-        if !named {
-            kata::http::exchange::parse(&which).map_err(|e| {
-                let names: Vec<&str> = kata::http::checks::SNAPSHOTS
-                    .iter()
-                    .map(|(n, _)| *n)
-                    .collect();
-                Refusal(format!(
-                    "{e}; name one of {} or write a timeline as a failure prints it",
-                    names.join(", ")
-                ))
-            })?;
-        }
-    } else {
-        kata::timeline::Standard::resolve(&which).map_err(Refusal)?;
-    }
+    let which = runner::comparison(entry.kind, timeline.as_deref()).map_err(Refusal)?;
     let bar = spinner(format!("running {} on {which}", entry.name));
     let outcome = suite::run_with(
         root,

@@ -1,4 +1,6 @@
-//! `cargo run -- hint N [K]`: a lesson's next hint, or hint K again.
+//! `cargo run -- hint N [K]`: a lesson's next hint, or hint K again. In a
+//! lesson with milestones, the hints are those of the milestone the last
+//! `test` or `watch` run stopped at.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,11 +12,31 @@ use super::{Done, Refusal};
 pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     let text = std::fs::read_to_string(entry.text(root))
         .map_err(|e| Refusal(format!("cannot read lessons/{}.md: {e}", entry.name)))?;
-    let all = runner::hints(&text);
+    let milestone =
+        runner::current_milestone(root, &entry.name).clamp(1, entry.milestones.len().max(1));
+    let all = runner::hints_for(runner::hints(&text), milestone);
     if all.is_empty() {
-        return Err(Refusal(format!("lessons/{}.md has no hints", entry.name)));
+        return Err(Refusal(format!(
+            "lessons/{}.md has no hints{}",
+            entry.name,
+            if entry.milestones.is_empty() {
+                String::new()
+            } else {
+                format!(" for milestone {milestone}")
+            }
+        )));
     }
-    let shown = runner::hints_shown(root, &entry.name);
+    // Which hints were shown is kept per milestone.
+    let kept = if entry.milestones.is_empty() {
+        entry.name.clone()
+    } else {
+        println!(
+            "{} (the milestone your last run stopped at)\n",
+            runner::milestone_line(entry, milestone - 1).unwrap_or_default()
+        );
+        format!("{}.{milestone}", entry.name)
+    };
+    let shown = runner::hints_shown(root, &kept);
     let next = match which {
         Some(k) if (1..=all.len()).contains(&k) && k > shown + 1 => {
             return Err(Refusal(format!(
@@ -54,7 +76,7 @@ pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     } else {
         println!("\n(that was the last hint)");
     }
-    runner::remember_hints_shown(root, &entry.name, shown.max(next + 1))
+    runner::remember_hints_shown(root, &kept, shown.max(next + 1))
         .map_err(|e| Refusal(format!("cannot remember the hints shown: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

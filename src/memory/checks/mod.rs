@@ -25,6 +25,10 @@ pub use super::races::Race;
 pub(crate) use case::Answer;
 pub use case::{parse_steps, Case, Step};
 
+/// The name of lesson 09's own drawing, the store under pressure: its
+/// snapshot's, and what `cargo run -- compare 9` draws by default.
+pub const STORE_DRAWING: &str = "store_under_pressure";
+
 use std::sync::Arc;
 
 use super::drive::{roomy, swept, AsLimiter, BoundedVariant, RuleKind, RULES};

@@ -47,7 +47,7 @@ impl BoundedLesson {
     pub fn print_comparison(&self, which: &str) {
         let which = which.trim();
         let mut case = pressure_case();
-        if which == "store_under_pressure" {
+        if which == super::STORE_DRAWING {
             // The snapshot's name: the worked example.
         } else if !which.is_empty() && parse_steps(which).is_err() {
             // A timeline as the checks every lesson shares print it: each
