@@ -457,6 +457,7 @@ mod tests {
             } else {
                 vec![]
             },
+            milestones: Vec::new(),
         }
     }
 

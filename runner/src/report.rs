@@ -45,6 +45,18 @@ pub struct LessonReport {
     pub compiler_error: Option<String>,
     /// Every failing check; empty for a lesson not started.
     pub failing: Vec<FailingCheck>,
+    /// The lesson's milestones, in order, each reached or not; empty for a
+    /// lesson without milestones (and in reports made before milestones).
+    #[serde(default)]
+    pub milestones: Vec<MilestoneReport>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct MilestoneReport {
+    pub number: usize,
+    pub title: String,
+    /// Whether its checks, and every earlier milestone's, all passed.
+    pub reached: bool,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -77,6 +89,22 @@ impl LessonReport {
             compiler_error: match state {
                 State::DoesNotCompile(errors) => first_error(errors),
                 _ => None,
+            },
+            milestones: {
+                let reached = if started {
+                    runner::milestones_reached(entry, outcome)
+                } else {
+                    0
+                };
+                entry
+                    .milestones
+                    .iter()
+                    .map(|m| MilestoneReport {
+                        number: m.number,
+                        title: m.title.clone(),
+                        reached: m.number <= reached,
+                    })
+                    .collect()
             },
             failing: if started {
                 outcome

@@ -18,7 +18,13 @@ pub fn status(root: &Path, lessons: &[Entry]) -> Done {
     println!("ratelimit kata: {} lessons\n", lessons.len());
     let width = lessons.iter().map(|l| l.title.len()).max().unwrap_or(0);
     for (entry, (state, outcome)) in lessons.iter().zip(&states) {
-        let line = runner::one_line(state, outcome);
+        let mut line = runner::one_line(state, outcome);
+        if *state != State::NotStarted && *state != State::Passed {
+            let reached = runner::milestones_reached(entry, outcome);
+            if let Some(at) = runner::milestone_line(entry, reached) {
+                line = format!("{line}; at {at}");
+            }
+        }
         println!(
             "  {:02}  {:<width$}  {}",
             entry.number,
