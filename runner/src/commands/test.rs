@@ -188,6 +188,7 @@ fn not_run(
     match later.as_slice() {
         [] => {}
         [one] => parts.push(format!("milestone {one}")),
+        [first, last] => parts.push(format!("milestones {first} and {last}")),
         [first, .., last] => parts.push(format!("milestones {first} to {last}")),
     }
     format!("  not run: {} ({why})", parts.join("; "))
