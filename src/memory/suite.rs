@@ -94,16 +94,28 @@ macro_rules! __bounded_rule {
                     whole().shadow_never_denies(RULE);
                 }
 
-                /// Thousands of keys forgotten by one sweep, and by a full store.
+                /// Thousands of keys forgotten by one sweep.
                 #[test]
                 fn forgets_thousands_at_once() {
                     whole().forgets_thousands_at_once(RULE);
+                }
+
+                /// Thousands of keys forgotten by a full store taking a new one.
+                #[test]
+                fn forgets_thousands_to_make_room() {
+                    whole().forgets_thousands_to_make_room(RULE);
                 }
 
                 /// Fresh instants past, and on, the end of `u64` time.
                 #[test]
                 fn forgets_exactly_at_the_end_of_time() {
                     whole().forgets_exactly_at_the_end_of_time(RULE);
+                }
+
+                /// A full store at the end of `u64` time.
+                #[test]
+                fn is_full_at_the_end_of_time() {
+                    whole().is_full_at_the_end_of_time(RULE);
                 }
             });
 

@@ -17,33 +17,34 @@ const AT_ONCE: usize = 5_000;
 
 impl BoundedLesson {
     /// [`AT_ONCE`] keys, each fresh at 1_000: one sweep at 1_000 forgets
-    /// them all (a sweep that forgets a batch at a time leaves some); then a
-    /// store of exactly that many, full of them, takes a new key at 1_000
-    /// after forgetting every one.
+    /// them all (a sweep that forgets a batch at a time leaves some).
     pub fn forgets_thousands_at_once(&self, kind: RuleKind) {
-        let keys: Vec<String> = (0..AT_ONCE).map(|i| format!("key-{i}")).collect();
-        let requests = || keys.iter().map(|k| Step::Check(Request::new(k, 0)));
         let at = Timestamp::from_nanos(1_000);
-        let swept: Vec<Step> = requests()
+        let steps: Vec<Step> = thousands()
             .chain([Step::Sweep(at), Step::Check(Request::new("new", 1_000))])
             .collect();
-        let full: Vec<Step> = requests()
+        self.thousands_forgotten(kind, "a sweep", 2 * AT_ONCE, steps);
+    }
+
+    /// A store of exactly [`AT_ONCE`] keys, full of them, each fresh at
+    /// 1_000, takes a new key at 1_000 after forgetting every one.
+    pub fn forgets_thousands_to_make_room(&self, kind: RuleKind) {
+        let steps: Vec<Step> = thousands()
             .chain([Step::Check(Request::new("new", 1_000))])
             .collect();
-        for (what, max_keys, steps) in [
-            ("a sweep", 2 * AT_ONCE, swept),
-            ("a full store", AT_ONCE, full),
-        ] {
-            self.edge(
-                &format!("{AT_ONCE} keys forgotten at once, by {what}"),
-                Case {
-                    rule: kind.rule(1, Duration::from_nanos(1_000)),
-                    bounds: Bounds::new("edge", max_keys, Overflow::Deny),
-                    shadow: false,
-                    steps,
-                },
-            );
-        }
+        self.thousands_forgotten(kind, "a full store", AT_ONCE, steps);
+    }
+
+    fn thousands_forgotten(&self, kind: RuleKind, by: &str, max_keys: usize, steps: Vec<Step>) {
+        self.edge(
+            &format!("{AT_ONCE} keys forgotten at once, by {by}"),
+            Case {
+                rule: kind.rule(1, Duration::from_nanos(1_000)),
+                bounds: Bounds::new("edge", max_keys, Overflow::Deny),
+                shadow: false,
+                steps,
+            },
+        );
     }
 
     /// Keys whose fresh instant is just past `u64::MAX`, or exactly on it,
@@ -54,7 +55,7 @@ impl BoundedLesson {
         const MAX: u64 = u64::MAX;
         let half = 1u64 << 63;
         // (limit, period, steps): each key's fresh instant in a comment.
-        let cases: [(u64, u64, Vec<Step>); 4] = [
+        let cases: [(u64, u64, Vec<Step>); 3] = [
             // Window [2^63, 2^64), or a bucket full again at 2^64: past the end.
             (1, half, steps(&[("a", half), ("sweep", MAX), ("a", MAX)])),
             // One window of u64::MAX, or a full bucket at u64::MAX: on it.
@@ -73,22 +74,36 @@ impl BoundedLesson {
                     ("a", MAX),
                 ]),
             ),
-            // A full store at the end of time: the held key's instant is
-            // past it, so the new key gets the overflow answer.
-            (1, half, steps(&[("a", MAX - 5), ("b", MAX)])),
         ];
-        for (i, (limit, period, steps)) in cases.into_iter().enumerate() {
-            let max_keys = if i == 3 { 1 } else { 4 };
-            self.edge(
-                "fresh instants at the end of time",
-                Case {
-                    rule: kind.rule(limit, Duration::from_nanos(period)),
-                    bounds: Bounds::new("edge", max_keys, Overflow::Deny),
-                    shadow: false,
-                    steps,
-                },
-            );
+        for (limit, period, steps) in cases {
+            self.end_of_time(kind, limit, period, 4, steps);
         }
+    }
+
+    /// A full store at the end of time: the held key's fresh instant is
+    /// past it, so a new key gets the overflow answer.
+    pub fn is_full_at_the_end_of_time(&self, kind: RuleKind) {
+        let steps = steps(&[("a", u64::MAX - 5), ("b", u64::MAX)]);
+        self.end_of_time(kind, 1, 1u64 << 63, 1, steps);
+    }
+
+    fn end_of_time(
+        &self,
+        kind: RuleKind,
+        limit: u64,
+        period: u64,
+        max_keys: usize,
+        steps: Vec<Step>,
+    ) {
+        self.edge(
+            "fresh instants at the end of time",
+            Case {
+                rule: kind.rule(limit, Duration::from_nanos(period)),
+                bounds: Bounds::new("edge", max_keys, Overflow::Deny),
+                shadow: false,
+                steps,
+            },
+        );
     }
 
     fn edge(&self, what: &str, case: Case) {
@@ -102,6 +117,11 @@ impl BoundedLesson {
             self.fail(what, format!("{shown}\n\n{e}"));
         }
     }
+}
+
+/// [`AT_ONCE`] keys, each asked once at 0.
+fn thousands() -> impl Iterator<Item = Step> {
+    (0..AT_ONCE).map(|i| Step::Check(Request::new(&format!("key-{i}"), 0)))
 }
 
 fn steps(list: &[(&str, u64)]) -> Vec<Step> {
