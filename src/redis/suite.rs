@@ -2,9 +2,9 @@
 //! those every lesson shares, run for each rule.
 
 /// The checks of lesson 08's kind, `redis-limiter` (`lesson()` must be in
-/// scope): the checks every lesson shares, once per rule as one app server
-/// and once as three, then races between app servers, faults, keys, the
-/// server's clock and the drawings.
+/// scope): for each rule, the checks every lesson shares, as one app server
+/// and as three, races between app servers, and its keys and times to live;
+/// then faults, the server's clock and the drawings.
 #[macro_export]
 macro_rules! redis_tests {
     () => {
@@ -21,43 +21,6 @@ macro_rules! redis_tests {
         $crate::__redis_rule!(fixed_window, FixedWindow);
         $crate::__redis_rule!(sliding_log, SlidingLog);
         $crate::__redis_rule!(gcra, Gcra);
-
-        $crate::__group!(race {
-            #[test]
-            fn burst_at_one_instant() {
-                lesson().race($crate::Scenario::burst());
-            }
-
-            #[test]
-            fn window_rollover() {
-                lesson().race($crate::Scenario::rollover());
-            }
-
-            #[test]
-            fn denial_at_rollover() {
-                lesson().race($crate::Scenario::denial_at_rollover());
-            }
-
-            #[test]
-            fn new_key() {
-                lesson().race($crate::Scenario::new_key());
-            }
-
-            #[test]
-            fn straddling_a_boundary() {
-                lesson().race($crate::Scenario::straddle());
-            }
-
-            #[test]
-            fn key_after_an_idle_gap() {
-                lesson().race($crate::Scenario::idle_key());
-            }
-
-            #[test]
-            fn units_left() {
-                lesson().race($crate::Scenario::units_left());
-            }
-        });
 
         $crate::__group!(fault {
             #[test]
@@ -93,13 +56,6 @@ macro_rules! redis_tests {
             #[test]
             fn cut_off_between_commands() {
                 lesson().leaves_no_key_without_a_ttl_when_cut_off();
-            }
-        });
-
-        $crate::__group!(slow {
-            #[test]
-            fn keys_live_under_their_hash_tag_and_expire() {
-                lesson().keys_live_under_their_hash_tag_and_expire();
             }
         });
 
@@ -151,6 +107,8 @@ macro_rules! __redis_rule {
                 super::lesson()
             }
 
+            const RULE: $crate::redis::drive::RuleKind = $crate::redis::drive::RuleKind::$rule;
+
             $crate::__group!(config {
                 /// The rule's configuration errors, every pair of faults
                 /// together (the rule's own `validate` makes them; the table of
@@ -163,7 +121,51 @@ macro_rules! __redis_rule {
 
             $crate::__group!(property { $crate::__exact_properties!(); });
 
+            $crate::__group!(race {
+                #[test]
+                fn burst_at_one_instant() {
+                    whole().race(RULE, $crate::Scenario::burst());
+                }
+
+                #[test]
+                fn window_rollover() {
+                    whole().race(RULE, $crate::Scenario::rollover());
+                }
+
+                #[test]
+                fn denial_at_rollover() {
+                    whole().race(RULE, $crate::Scenario::denial_at_rollover());
+                }
+
+                #[test]
+                fn new_key() {
+                    whole().race(RULE, $crate::Scenario::new_key());
+                }
+
+                #[test]
+                fn straddling_a_boundary() {
+                    whole().race(RULE, $crate::Scenario::straddle());
+                }
+
+                #[test]
+                fn key_after_an_idle_gap() {
+                    whole().race(RULE, $crate::Scenario::idle_key());
+                }
+
+                #[test]
+                fn units_left() {
+                    whole().race(RULE, $crate::Scenario::units_left());
+                }
+            });
+
             $crate::__group!(slow {
+                /// Every key under the client's hash tag, and each one's time
+                /// to live exactly as long as its state matters.
+                #[test]
+                fn keys_live_under_their_hash_tag_and_expire() {
+                    whole().keys_live_under_their_hash_tag_and_expire(RULE);
+                }
+
                 /// Three app servers taking requests in turn answer as one limiter.
                 #[test]
                 fn three_app_servers_agree_with_model() {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::clock::server_ms;
 use super::RedisLesson;
 use crate::decision::describe;
-use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE, RULES};
+use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::render::call;
@@ -20,11 +20,11 @@ impl RedisLesson {
     /// key has a time to live: that of its state (the end of the window, the
     /// newest entry leaving the log, the bucket full again) in whole
     /// milliseconds rounded up, plus the grace.
-    pub fn keys_live_under_their_hash_tag_and_expire(&self) {
+    pub fn keys_live_under_their_hash_tag_and_expire(&self, kind: RuleKind) {
         let server = Arc::new(RedisServer::start().unwrap_or_else(|e| panic!("{e}")));
         let proxy = Arc::new(Proxy::start(server.addr(), 1));
         let shapes = [crate::gen::Shape::InOrder, crate::gen::Shape::OutOfOrder];
-        for (kind, shape) in RULES.into_iter().flat_map(|k| shapes.map(|s| (k, s))) {
+        for shape in shapes {
             let algorithm = kind.algorithm();
             let strategy = crate::gen::timelines(algorithm, shape);
             let build = self.tested().build;

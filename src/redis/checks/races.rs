@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::RedisLesson;
 use crate::decision::Decision;
-use crate::redis::drive::{settings_on, Limiter, RuleKind, RULES};
+use crate::redis::drive::{settings_on, Limiter, RuleKind};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::render::call;
@@ -27,14 +27,12 @@ impl RedisLesson {
     /// the proxy releases their commands in every order (up to
     /// [`MOST_SCHEDULES`]), for each rule. The answers must be those of some
     /// one-at-a-time order of the same calls.
-    pub fn race(&self, scenario: Scenario) {
-        for kind in RULES {
-            if let Err(e) = self.explore(kind, &scenario) {
-                self.fail(
-                    &format!("the race scenario \"{}\" ({})", scenario.name, kind.name()),
-                    e,
-                );
-            }
+    pub fn race(&self, kind: RuleKind, scenario: Scenario) {
+        if let Err(e) = self.explore(kind, &scenario) {
+            self.fail(
+                &format!("the race scenario \"{}\" ({})", scenario.name, kind.name()),
+                e,
+            );
         }
     }
 
