@@ -45,6 +45,18 @@ kata::lesson!();
     "name=\"api\" q=1 w=10: @0s from 2001:db8:1:2::1; @0s from 2001:db8:1:2::2; @0s from ::ffff:192.0.2.1",
     "ip:2001:db8:1:2::/64 200 r=0; ip:2001:db8:1:2::/64 429 t=10; ip:192.0.2.1 200 r=0"
 )]
+#[case::an_api_key_header_sent_twice_is_no_api_key(
+    "name=\"api\" q=1 w=10 api=x-api-key: @0s from 192.0.2.1 key \"k1\" key \"k1\"; @0s from 192.0.2.1 key \"k1\"",
+    "ip:192.0.2.1 200 r=0; api:k1 200 r=0"
+)]
+#[case::an_api_key_is_never_trimmed(
+    "name=\"api\" q=1 w=10 api=x-api-key: @0s from 192.0.2.1 key \" k1\"; @0s from 192.0.2.2 key \"k1\"",
+    "ip:192.0.2.1 200 r=0; api:k1 200 r=0"
+)]
+#[case::an_entry_that_is_no_address_stops_the_walk(
+    "name=\"api\" q=1 w=10 trust=10.0.0.0/8: @0s from 10.0.0.1 xff \"203.0.113.7, unknown, 10.0.0.2\"",
+    "ip:10.0.0.2 200 r=0"
+)]
 fn examples(#[case] timeline: &str, #[case] answers: &str) {
     lesson().example(timeline, answers);
 }
