@@ -59,11 +59,7 @@ impl BoundedLesson {
             }
             (false, false) => {}
             (true, _) => {
-                let reached = said("progress")
-                    .last()
-                    .map_or("it stopped before its first request".to_string(), |p| {
-                        format!("it had reached request {p}")
-                    });
+                let reached = reached(said("progress").last().copied());
                 self.fail(
                     &format!("the flood ({})", kind.name()),
                     format!(
@@ -95,7 +91,8 @@ impl BoundedLesson {
         }
     }
 
-    /// The flood itself (in the child process).
+    /// The flood itself (in the child process); says how far it got every
+    /// [`PROGRESS_EVERY`] requests.
     fn flood(&self, kind: RuleKind) -> Result<String, String> {
         assert!(
             Counting::held() > 0,
@@ -134,7 +131,7 @@ impl BoundedLesson {
         let limiter = (self.tested().build)(rule, bounds).map_err(|e| e.to_string())?;
         let mut most = 0;
         for (i, (d, held)) in want.iter().enumerate() {
-            if i % 100_000 == 0 {
+            if i % PROGRESS_EVERY == 0 {
                 // Read by the parent if this run is stopped.
                 println!("{FLOOD_PROBE} progress {i} of {}", want.len());
             }
@@ -180,5 +177,51 @@ impl BoundedLesson {
             group_digits(bytes as u128),
             bytes / most.max(1)
         ))
+    }
+}
+
+/// How often the flood says how far it got.
+const PROGRESS_EVERY: usize = 10_000;
+
+/// How far a stopped flood got, from its last `progress i of n`: the
+/// requests it answered at least, in words.
+fn reached(last: Option<&str>) -> String {
+    let answered = last.and_then(|p| p.split_once(" of ")).and_then(|(i, n)| {
+        Some((
+            i.trim().parse::<u128>().ok()?,
+            n.trim().parse::<u128>().ok()?,
+        ))
+    });
+    match answered {
+        None => "it stopped before its first request".to_string(),
+        Some((0, _)) => format!(
+            "it answered fewer than {} requests",
+            group_digits(PROGRESS_EVERY as u128)
+        ),
+        Some((i, n)) => format!(
+            "it had answered between {} and {} of its {} requests",
+            group_digits(i),
+            group_digits(i + PROGRESS_EVERY as u128),
+            group_digits(n)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reached;
+
+    /// A flood stopped early says how far it got, never "request 0".
+    #[test]
+    fn a_stopped_flood_says_how_far_it_got() {
+        assert_eq!(reached(None), "it stopped before its first request");
+        assert_eq!(
+            reached(Some("0 of 1010101")),
+            "it answered fewer than 10_000 requests"
+        );
+        assert_eq!(
+            reached(Some("20000 of 1010101")),
+            "it had answered between 20_000 and 30_000 of its 1_010_101 requests"
+        );
     }
 }
