@@ -344,6 +344,21 @@ pub fn comparison(kind: kata_catalog::Kind, timeline: Option<&str>) -> Result<St
     Ok(which)
 }
 
+/// What cargo and libtest print around the comparison, which says nothing
+/// to a learner: the run's bookkeeping, and that the comparison "failed"
+/// (it panics when the answers differ, to exit 1).
+pub fn libtest_noise(line: &str) -> bool {
+    let trimmed = line.trim();
+    line.starts_with("running ")
+        || line.starts_with("test ")
+        || line.starts_with("test result:")
+        || trimmed == "."
+        || trimmed == "failures:"
+        || trimmed == "compare_with_reference"
+        || line.starts_with("error: test failed, to rerun pass")
+        || line.starts_with("note: run with `RUST_BACKTRACE=1`")
+}
+
 /// A hint: its title and its text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hint {
@@ -677,6 +692,16 @@ mod tests {
         let refused = comparison(K::BoundedLimiter, Some("nosuch")).unwrap_err();
         assert!(refused.contains("store_under_pressure"), "{refused}");
         assert!(comparison(K::SharedLimiter, Some("store_under_pressure")).is_err());
+    }
+
+    #[test]
+    fn cargo_s_and_libtest_s_bookkeeping_is_not_shown() {
+        let output =
+            "running 1 test\nyours:\n#  time  key\nfailures:\n    compare_with_reference\n\
+                      test result: FAILED. 0 passed; 1 failed\n\
+                      error: test failed, to rerun pass `-p ratelimit-kata --test lesson_08`";
+        let kept: Vec<&str> = output.lines().filter(|l| !libtest_noise(l)).collect();
+        assert_eq!(kept, ["yours:", "#  time  key"]);
     }
 
     #[test]

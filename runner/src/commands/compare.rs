@@ -36,7 +36,7 @@ pub fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
     let text: Vec<&str> = outcome
         .output
         .lines()
-        .filter(|l| !libtest_noise(l))
+        .filter(|l| !runner::libtest_noise(l))
         .collect();
     println!("{}", text.join("\n").trim());
     let differs = outcome.output.contains("\nfirst difference: ");
@@ -66,34 +66,4 @@ pub fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
     } else {
         ExitCode::SUCCESS
     })
-}
-
-/// What cargo and libtest print around the comparison, which says nothing
-/// to a learner: the run's bookkeeping, and that the comparison "failed"
-/// (it panics when the answers differ, to exit 1).
-fn libtest_noise(line: &str) -> bool {
-    let trimmed = line.trim();
-    line.starts_with("running ")
-        || line.starts_with("test ")
-        || line.starts_with("test result:")
-        || trimmed == "."
-        || trimmed == "failures:"
-        || trimmed == "compare_with_reference"
-        || line.starts_with("error: test failed, to rerun pass")
-        || line.starts_with("note: run with `RUST_BACKTRACE=1`")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::libtest_noise;
-
-    #[test]
-    fn cargo_s_and_libtest_s_bookkeeping_is_not_shown() {
-        let output =
-            "running 1 test\nyours:\n#  time  key\nfailures:\n    compare_with_reference\n\
-                      test result: FAILED. 0 passed; 1 failed\n\
-                      error: test failed, to rerun pass `-p ratelimit-kata --test lesson_08`";
-        let kept: Vec<&str> = output.lines().filter(|l| !libtest_noise(l)).collect();
-        assert_eq!(kept, ["yours:", "#  time  key"]);
-    }
 }
