@@ -327,7 +327,8 @@ pub fn comparison(kind: kata_catalog::Kind, timeline: Option<&str>) -> Result<St
         // timeline every lesson shares, drawn for each rule.
         K::BoundedLimiter => {
             let drawn = which == kata::memory::checks::STORE_DRAWING
-                || kata::memory::checks::parse_steps(&which).is_ok();
+                || kata::memory::checks::parse_steps(&which).is_ok()
+                || kata::memory::checks::Case::read(&which).is_ok();
             if !drawn {
                 kata::timeline::Standard::resolve(&which).map_err(|e| {
                     format!(
@@ -357,6 +358,7 @@ pub fn libtest_noise(line: &str) -> bool {
         || trimmed == "compare_with_reference"
         || line.starts_with("error: test failed, to rerun pass")
         || line.starts_with("note: run with `RUST_BACKTRACE=1`")
+        || line.starts_with("thread 'compare_with_reference'")
 }
 
 /// A hint: its title and its text.
@@ -679,6 +681,11 @@ mod tests {
                 "a@0 b@0 sweep@1000",
             ),
             (K::BoundedLimiter, Some("first_look"), "first_look"),
+            (
+                K::BoundedLimiter,
+                Some("limit 2 per window of 1_000ns; max_keys 10, overflow Deny: a@0 sweep@999"),
+                "limit 2 per window of 1_000ns; max_keys 10, overflow Deny: a@0 sweep@999",
+            ),
             (K::SharedLimiter, None, "first_look"),
             (K::RedisLimiter, Some("two_keys"), "two_keys"),
             (K::HttpLayer, Some("behind_a_proxy"), "behind_a_proxy"),

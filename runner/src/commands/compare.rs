@@ -38,7 +38,14 @@ pub fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
         .lines()
         .filter(|l| !runner::libtest_noise(l))
         .collect();
-    println!("{}", text.join("\n").trim());
+    // Blank lines left where bookkeeping was taken out come as one.
+    let mut shown: Vec<&str> = Vec::new();
+    for line in text {
+        if !(line.trim().is_empty() && shown.last().is_some_and(|l| l.trim().is_empty())) {
+            shown.push(line);
+        }
+    }
+    println!("{}", shown.join("\n").trim());
     let differs = outcome.output.contains("\nfirst difference: ");
     let stopped = outcome.failed().next().is_some();
     if !differs && !stopped {

@@ -74,6 +74,85 @@ impl Case {
     }
 }
 
+impl Case {
+    /// A case as a failure prints it (its `Debug`): `limit 2 per window of
+    /// 1_000ns; max_keys 10, overflow Deny: a@0 a@10 sweep@999`, or
+    /// `capacity 3, one token every 1_000ns; …`, with `, in shadow mode`
+    /// before the colon for a case asked through the shadow wrapper.
+    pub fn read(text: &str) -> Result<Case, String> {
+        let (head, steps) = text
+            .trim()
+            .split_once(": ")
+            .ok_or("a case is `<rule>; max_keys <n>, overflow <Deny|Admit>: <steps>`")?;
+        let (head, shadow) = match head.strip_suffix(", in shadow mode") {
+            Some(head) => (head, true),
+            None => (head, false),
+        };
+        let (rule, bounds) = head
+            .split_once("; max_keys ")
+            .ok_or("a case's configuration ends with `; max_keys <n>, overflow <Deny|Admit>`")?;
+        let (max_keys, overflow) = bounds
+            .split_once(", overflow ")
+            .ok_or("`max_keys <n>` is followed by `, overflow <Deny|Admit>`")?;
+        let number = |text: &str, what: &str| -> Result<u64, String> {
+            text.trim()
+                .trim_end_matches("ns")
+                .replace('_', "")
+                .parse()
+                .map_err(|_| format!("{what} {text:?} is not a whole number"))
+        };
+        let rule = if let Some(rest) = rule.strip_prefix("limit ") {
+            let (limit, window) = rest
+                .split_once(" per window of ")
+                .ok_or("a fixed window is `limit <n> per window of <n>ns`")?;
+            Rule::FixedWindow {
+                limit: number(limit, "the limit")?,
+                window: std::time::Duration::from_nanos(number(window, "the window")?),
+            }
+        } else if let Some(rest) = rule.strip_prefix("capacity ") {
+            let (capacity, every) = rest
+                .split_once(", one token every ")
+                .ok_or("a token bucket is `capacity <n>, one token every <n>ns`")?;
+            Rule::TokenBucket {
+                capacity: number(capacity, "the capacity")?,
+                refill_every: std::time::Duration::from_nanos(number(
+                    every,
+                    "the refill interval",
+                )?),
+            }
+        } else {
+            return Err(format!("{rule:?} is neither `limit …` nor `capacity …`"));
+        };
+        let overflow = match overflow.trim() {
+            "Deny" => crate::memory::Overflow::Deny,
+            "Admit" => crate::memory::Overflow::Admit,
+            other => return Err(format!("overflow {other:?} is neither Deny nor Admit")),
+        };
+        let max_keys = number(max_keys, "max_keys")? as usize;
+        Ok(Case {
+            rule,
+            bounds: Bounds::new("compare", max_keys, overflow),
+            shadow,
+            steps: parse_steps(steps)?,
+        })
+    }
+
+    /// The command that draws this case, the learner's answers beside the
+    /// reference's, when it is short enough to type (`None` for the
+    /// thousands of keys of a flood, or a key the shell would need escaped).
+    pub fn replay(&self) -> Option<String> {
+        let text = format!("{self:?}");
+        let readable = text.len() <= 400 && !text.contains('\'') && !text.contains('\\');
+        let back = Case::read(&text).ok()?;
+        let same = format!("{back:?}") == text;
+        (readable && same).then(|| {
+            format!(
+                "\n\nreplay it beside the reference's answers:\n  cargo run -- compare 9 '{text}'"
+            )
+        })
+    }
+}
+
 /// What one step showed.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub(super) struct Seen {
@@ -229,4 +308,40 @@ pub(super) fn judge(want: &[Seen], got: &[Seen]) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A case reads back from what a failure prints, and its replay command
+    /// is that text; a case too long to type has none.
+    #[test]
+    fn a_printed_case_reads_back() {
+        for text in [
+            "limit 2 per window of 1_000ns; max_keys 10, overflow Deny: a@0 a@10 sweep@999 sweep@1000 a@1000",
+            "capacity 3, one token every 1_000ns; max_keys 2, overflow Admit, in shadow mode: a@0 b@400 sweep@4000",
+        ] {
+            let case = Case::read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(format!("{case:?}"), text);
+            let replay = case.replay().expect("a short case replays");
+            assert!(
+                replay.ends_with(&format!("cargo run -- compare 9 '{text}'")),
+                "{replay}"
+            );
+        }
+        let mut long =
+            Case::read("limit 1 per window of 1ns; max_keys 1, overflow Deny: a@0").unwrap();
+        long.steps = (0..200)
+            .map(|i| Step::Check(Request::new(&format!("key-{i}"), 0)))
+            .collect();
+        assert_eq!(long.replay(), None);
+        for bad in [
+            "a@0",
+            "limit x per window of 1ns; max_keys 1, overflow Deny: a@0",
+            "limit 1 per window of 1ns; max_keys 1, overflow Maybe: a@0",
+        ] {
+            assert!(Case::read(bad).is_err(), "{bad}");
+        }
+    }
 }

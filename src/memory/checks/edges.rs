@@ -114,7 +114,8 @@ impl BoundedLesson {
                 true => format!("{}…", shown.chars().take(600).collect::<String>()),
                 false => shown,
             };
-            self.fail(what, format!("{shown}\n\n{e}"));
+            let replay = case.replay().unwrap_or_default();
+            self.fail(what, format!("{shown}\n\n{e}{replay}"));
         }
     }
 }

@@ -41,7 +41,8 @@ impl BoundedLesson {
             "bad example: the kata's model disagrees with the table"
         );
         if let Err(e) = self.compare(&case, &model) {
-            self.fail("an example", format!("{case:?}\n\n{e}"));
+            let replay = case.replay().unwrap_or_default();
+            self.fail("an example", format!("{case:?}\n\n{e}{replay}"));
         }
     }
 

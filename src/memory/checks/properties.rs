@@ -120,14 +120,15 @@ impl BoundedLesson {
             self.fail(
                 &format!("property \"{name}\""),
                 format!(
-                    "{}: {:?}\n\n{}",
+                    "{}: {:?}\n\n{}{}",
                     if failed.hung {
                         "case (not shrunk: it hung)"
                     } else {
                         "minimal case"
                     },
                     failed.value,
-                    failed.reason
+                    failed.reason,
+                    failed.value.replay().unwrap_or_default()
                 ),
             );
         }

@@ -49,6 +49,9 @@ impl BoundedLesson {
         let mut case = pressure_case();
         if which == super::STORE_DRAWING {
             // The snapshot's name: the worked example.
+        } else if let Ok(printed) = Case::read(which) {
+            // A case as a failure prints it, on its own limiter.
+            case = printed;
         } else if !which.is_empty() && parse_steps(which).is_err() {
             // A timeline as the checks every lesson shares print it: each
             // rule's answers on a limiter swept as those checks sweep it.
