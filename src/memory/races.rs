@@ -80,6 +80,21 @@ impl Race {
         }
     }
 
+    /// Two new keys arrive at once in a store with room for both: the keys
+    /// gauge must end at 2. A gauge set from a count read under the lock,
+    /// or read again after it, but set after it is released, can end at 1.
+    pub fn two_new_keys_with_room(kind: RuleKind) -> Race {
+        Race {
+            name: "two new keys with room",
+            what: "a store of four keys, empty; b and c arrive at 0 on two threads",
+            rule: Race::rule(kind, 1),
+            bounds: Bounds::new("race", 4, Overflow::Deny),
+            before: vec![],
+            threads: vec![Race::steps("b@0"), Race::steps("c@0")],
+            after: vec![],
+        }
+    }
+
     /// Two calls for one key, at 2_000 and at 999: whichever comes second
     /// is answered at 2_000. A clock moved on outside the store's lock lets
     /// the call at 999 decide at 999 after the other changed the state.

@@ -142,6 +142,11 @@ macro_rules! __bounded_rule {
                 }
 
                 #[test]
+                fn two_new_keys_with_room() {
+                    whole().race($crate::memory::checks::Race::two_new_keys_with_room(RULE));
+                }
+
+                #[test]
                 fn two_new_keys_and_one_slot() {
                     whole().race($crate::memory::checks::Race::two_new_keys_and_one_slot(RULE));
                 }
