@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use super::clock::server_ms;
 use super::RedisLesson;
-use crate::decision::describe;
+use crate::decision::{describe, Decision};
 use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE};
 use crate::redis::proxy::Proxy;
 use crate::redis::server::RedisServer;
 use crate::render::call;
 use crate::run::run_cases;
+use crate::time::Timestamp;
 use crate::timeline::{Config, Timeline};
 
 impl RedisLesson {
@@ -86,6 +87,17 @@ fn tag_of<'a>(prefix: &str, key: &'a str, clients: &[&str]) -> Option<&'a str> {
         .filter(|c| rest.starts_with(**c) && rest[c.len()..].starts_with("}:"))
         .max_by_key(|c| c.len())
         .map(|c| &rest[..c.len()])
+}
+
+/// What a failure after the `i`th request (0-based) of a timeline leads
+/// with: `after request #1, …` for the first, as every message counts.
+fn after_request(i: usize, key: &str, now: Timestamp, d: &Decision) -> String {
+    format!(
+        "after request #{}, {} -> {}",
+        i + 1,
+        call(key, now),
+        describe(d)
+    )
 }
 
 /// PEXPIRETIME's answer for a key that never expires.
@@ -175,11 +187,7 @@ fn keys_and_ttls(
             .arg("*")
             .query(&mut admin)
             .map_err(|e| e.to_string())?;
-        let at = format!(
-            "after request {i}, {} -> {}",
-            call(&r.key, r.now),
-            describe(&d)
-        );
+        let at = after_request(i, &r.key, r.now, &d);
         let log = proxy.log();
         // The keys this call's commands named: those it may have written.
         let this_call = &log[logged.min(log.len())..];
@@ -316,6 +324,18 @@ fn keys_and_ttls(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Requests are counted from 1, as every other message of the kata
+    /// counts them: the first is request #1.
+    #[test]
+    fn requests_are_counted_from_one() {
+        let d = Decision::Allowed { remaining: 2 };
+        let first = after_request(0, "a", Timestamp::from_nanos(5), &d);
+        assert_eq!(
+            first,
+            "after request #1, check(\"a\", 5ns) -> allowed, 2 remaining"
+        );
+    }
 
     #[test]
     fn a_hash_tag_is_the_longest_client_key_that_closes() {
