@@ -12,6 +12,8 @@ mod examples;
 mod properties;
 mod snapshots;
 mod verdict;
+#[cfg(test)]
+mod wrong_layers;
 
 pub use snapshots::SNAPSHOTS;
 pub use verdict::{contract, judge};

@@ -35,25 +35,7 @@ impl HttpLesson {
             "agrees with the reference",
             128,
             gen::timelines(14),
-            |ctx, t| {
-                if ctx.subject == Subject::Reference {
-                    return Ok(());
-                }
-                let yours = run(ctx.tested, ctx.algorithm, t)?;
-                let reference = run(ctx.reference, ctx.algorithm, t)?;
-                for (i, (y, r)) in yours.answers.iter().zip(&reference.answers).enumerate() {
-                    let (ys, rs) = (seen(y), seen(r));
-                    if ys != rs {
-                        return Err(format!(
-                        "request #{} ({:?}):\n  yours:         {ys}\n  the reference: {rs}\n\n{}",
-                        i + 1,
-                        t.calls[i],
-                        transcript(&t.clone_upto(i), &yours.answers)
-                    ));
-                    }
-                }
-                Ok(())
-            },
+            with_reference,
         );
     }
 
@@ -61,33 +43,7 @@ impl HttpLesson {
     /// that comes through the trusted chain keeps its key, and a directly
     /// connected client keeps its own.
     pub fn keys_cannot_be_forged(&self) {
-        let ctx = self.ctx();
-        let strategy = gen::with_forged_prefixes(10).prop_map(|(t, prefixes)| {
-            let calls = t
-                .calls
-                .iter()
-                .zip(&prefixes)
-                .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
-                .collect();
-            let forged = HttpTimeline {
-                setup: t.setup.clone(),
-                calls,
-            };
-            Forged { honest: t, forged }
-        });
-        let outcome = run_property(ctx, 256, strategy, forged_keys);
-        if let Err((reason, case)) = outcome {
-            let (reason, case) = drop_requests(
-                ctx,
-                forged_keys,
-                reason,
-                case,
-                |c| c.honest.calls.len(),
-                |c, i| {
-                    c.honest.calls.remove(i);
-                    c.forged.calls.remove(i);
-                },
-            );
+        if let Err((reason, case)) = falsify_forged_keys(self.ctx()) {
             panic!(
                 "lesson {:02} ({}): property \"keys cannot be forged\" fails for {}.\nsmallest timeline found (with the forged parts): {:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
                 self.facts.number,
@@ -102,33 +58,12 @@ impl HttpLesson {
     /// The inner service is called exactly once for each allowed request,
     /// after a `poll_ready` of its own, and never for a denied one.
     pub fn calls_the_inner_service_once_per_allowed_request(&self) {
-        self.property("calls the inner service once per allowed request", 128, gen::timelines(10), |ctx, t| {
-            let got = run(ctx.tested, ctx.algorithm, t)?;
-            let allowed: Vec<bool> = contract(ctx.algorithm, t).iter().map(|(_, e)| e.reaches_inner).collect();
-            for (i, o) in got.answers.iter().enumerate() {
-                let want = usize::from(allowed[i]);
-                if o.inner_calls != want {
-                    return Err(format!(
-                        "request #{} ({:?}) was answered {} and the inner service was called {} times for it; \
-                         it must be called {want} time(s){}.",
-                        i + 1,
-                        t.calls[i],
-                        o.status,
-                        o.inner_calls,
-                        if want == 0 { ": a denied request never reaches it (the work the limit protects would be done anyway)" } else { "" }
-                    ));
-                }
-            }
-            if got.unready_calls > 0 {
-                return Err(format!(
-                    "the inner service was called {} time(s) without its own `poll_ready` first: \
-                     `poll_ready` must delegate to the inner service (tower's contract: call only \
-                     after ready).",
-                    got.unready_calls
-                ));
-            }
-            polled_then_called(ctx)
-        });
+        self.property(
+            "calls the inner service once per allowed request",
+            128,
+            gen::timelines(10),
+            inner_calls,
+        );
     }
 
     /// A server without connection info: reported once, with the fix, and
@@ -182,11 +117,9 @@ impl HttpLesson {
         strategy: impl Strategy<Value = HttpTimeline>,
         check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
     ) {
-        let ctx = self.ctx();
-        match run_property(ctx, cases, strategy, check) {
+        match falsify(self.ctx(), cases, strategy, check) {
             Ok(()) => {}
             Err((reason, timeline)) => {
-                let (reason, timeline) = minimize(ctx, check, reason, timeline);
                 panic!(
                     "lesson {:02} ({}): property \"{name}\" fails for {}.\nsmallest timeline found: {timeline:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
                     self.facts.number,
@@ -199,11 +132,107 @@ impl HttpLesson {
     }
 }
 
+/// The same answers as the reference, request by request.
+pub(super) fn with_reference(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
+    if ctx.subject == Subject::Reference {
+        return Ok(());
+    }
+    let yours = run(ctx.tested, ctx.algorithm, t)?;
+    let reference = run(ctx.reference, ctx.algorithm, t)?;
+    for (i, (y, r)) in yours.answers.iter().zip(&reference.answers).enumerate() {
+        let (ys, rs) = (seen(y), seen(r));
+        if ys != rs {
+            return Err(format!(
+                "request #{} ({:?}):\n  yours:         {ys}\n  the reference: {rs}\n\n{}",
+                i + 1,
+                t.calls[i],
+                transcript(&t.clone_upto(i), &yours.answers)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The inner service is called once for each allowed request, after a
+/// `poll_ready` of its own, and never for a denied one.
+pub(super) fn inner_calls(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
+    let got = run(ctx.tested, ctx.algorithm, t)?;
+    let allowed: Vec<bool> = contract(ctx.algorithm, t)
+        .iter()
+        .map(|(_, e)| e.reaches_inner)
+        .collect();
+    for (i, o) in got.answers.iter().enumerate() {
+        let want = usize::from(allowed[i]);
+        if o.inner_calls != want {
+            return Err(format!(
+                "request #{} ({:?}) was answered {} and the inner service was called {} times for it; \
+                 it must be called {want} time(s){}.",
+                i + 1,
+                t.calls[i],
+                o.status,
+                o.inner_calls,
+                if want == 0 { ": a denied request never reaches it (the work the limit protects would be done anyway)" } else { "" }
+            ));
+        }
+    }
+    if got.unready_calls > 0 {
+        return Err(format!(
+            "the inner service was called {} time(s) without its own `poll_ready` first: \
+             `poll_ready` must delegate to the inner service (tower's contract: call only \
+             after ready).",
+            got.unready_calls
+        ));
+    }
+    polled_then_called(ctx)
+}
+
+/// Runs a property on generated timelines: its smallest failure found, if
+/// any (shrunk by proptest, then by dropping requests).
+pub(super) fn falsify(
+    ctx: Ctx,
+    cases: u32,
+    strategy: impl Strategy<Value = HttpTimeline>,
+    check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
+) -> Result<(), (String, HttpTimeline)> {
+    run_property(ctx, cases, strategy, check)
+        .map_err(|(reason, timeline)| minimize(ctx, check, reason, timeline))
+}
+
+/// Runs "keys cannot be forged": its smallest failure found, if any.
+pub(super) fn falsify_forged_keys(ctx: Ctx) -> Result<(), (String, Forged)> {
+    let strategy = gen::with_forged_prefixes(10).prop_map(|(t, prefixes)| {
+        let calls = t
+            .calls
+            .iter()
+            .zip(&prefixes)
+            .map(|(c, (own_line, forged))| gen::forge(c, *own_line, forged))
+            .collect();
+        let forged = HttpTimeline {
+            setup: t.setup.clone(),
+            calls,
+        };
+        Forged { honest: t, forged }
+    });
+    run_property(ctx, 256, strategy, forged_keys).map_err(|(reason, case)| {
+        drop_requests(
+            ctx,
+            forged_keys,
+            reason,
+            case,
+            |c| c.honest.calls.len(),
+            |c, i| {
+                c.honest.calls.remove(i);
+                c.forged.calls.remove(i);
+            },
+        )
+    })
+}
+
 /// A timeline and the same timeline with forged `X-Forwarded-For` prefixes.
 #[derive(Clone, Debug)]
-struct Forged {
-    honest: HttpTimeline,
-    forged: HttpTimeline,
+pub(super) struct Forged {
+    pub(super) honest: HttpTimeline,
+    pub(super) forged: HttpTimeline,
 }
 
 /// Each request of the forged timeline is counted under its honest key,

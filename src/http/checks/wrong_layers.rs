@@ -1,0 +1,252 @@
+//! Wrong layers the harness's own tests run lesson 07's checks on: each
+//! keeps the contract in every respect but one (its headers and bodies are
+//! the model's), so that a test sees what a learner with that one mistake
+//! would see.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderValue, Request, Response, StatusCode};
+use tower::{Layer, Service};
+
+use super::Ctx;
+use crate::decision::{Decision, RateLimiter};
+use crate::http::drive::{Driven, Echo, HttpVariant, Layered, Parts, TestLimiter};
+use crate::http::exchange::HttpTimeline;
+use crate::http::model::{address_key, client_key, expected, forwarded_entries};
+use crate::http::{
+    Clock, KeyRule, LayerError, ManualClock, Policy, PolicyError, PROBLEM_TITLE, PROBLEM_TYPE,
+    UNKNOWN_CLIENT,
+};
+use crate::models::Algorithm;
+use crate::subject::Subject;
+
+/// The one thing a wrong layer gets wrong.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Flaw {
+    /// Nothing: the contract, the reference of the checks run on the others.
+    None,
+    /// Behind a trusted proxy, the client is the leftmost `X-Forwarded-For`
+    /// entry (the peer when it is not an address), as
+    /// `mistakes/lesson_07/leftmost_forwarded_for.diff` has it.
+    Leftmost,
+    /// The inner service is called for a denied request too (its answer
+    /// thrown away).
+    InnerCalledWhenDenied,
+}
+
+/// `Ctx` of a check run on the wrong layer with `flaw`, over a fixed
+/// window, with the contract's layer as the reference.
+pub(super) fn ctx(flaw: Flaw) -> Ctx {
+    let variant = |flaw: Flaw| HttpVariant {
+        file: match flaw {
+            Flaw::None => "wrong_layers.rs (the contract)",
+            Flaw::Leftmost => "wrong_layers.rs (leftmost)",
+            Flaw::InnerCalledWhenDenied => "wrong_layers.rs (inner called when denied)",
+        },
+        source: "",
+        build: match flaw {
+            Flaw::None => build_contract,
+            Flaw::Leftmost => build_leftmost,
+            Flaw::InnerCalledWhenDenied => build_inner_called_when_denied,
+        },
+        router: no_router,
+        over_any_limiter: || true,
+    };
+    Ctx {
+        algorithm: Algorithm::FixedWindow,
+        subject: Subject::Mistake("wrong layer"),
+        tested: variant(flaw),
+        reference: variant(Flaw::None),
+    }
+}
+
+pub(super) fn timeline(text: &str) -> HttpTimeline {
+    crate::http::exchange::parse(text).expect("a valid timeline")
+}
+
+fn build_contract(parts: Parts) -> Result<Box<dyn Layered>, PolicyError> {
+    build(parts, Flaw::None)
+}
+
+fn build_leftmost(parts: Parts) -> Result<Box<dyn Layered>, PolicyError> {
+    build(parts, Flaw::Leftmost)
+}
+
+fn build_inner_called_when_denied(parts: Parts) -> Result<Box<dyn Layered>, PolicyError> {
+    build(parts, Flaw::InnerCalledWhenDenied)
+}
+
+fn no_router(
+    router: axum::Router,
+    _: TestLimiter,
+    _: Policy,
+    _: KeyRule,
+    _: ManualClock,
+) -> Result<axum::Router, PolicyError> {
+    Ok(router)
+}
+
+fn build(parts: Parts, flaw: Flaw) -> Result<Box<dyn Layered>, PolicyError> {
+    parts.policy.validate()?;
+    let layer = Wrong {
+        flaw,
+        limiter: Arc::new(parts.limiter),
+        policy: parts.policy,
+        keys: Arc::new(parts.keys),
+        clock: parts.clock,
+        reported: Arc::default(),
+    };
+    Ok(Driven::boxed(layer, parts.inner))
+}
+
+#[derive(Clone)]
+struct Wrong {
+    flaw: Flaw,
+    limiter: Arc<TestLimiter>,
+    policy: Policy,
+    keys: Arc<KeyRule>,
+    clock: ManualClock,
+    reported: Arc<AtomicBool>,
+}
+
+impl Wrong {
+    fn key(&self, req: &Request<Body>) -> String {
+        let lines = |name: &str| -> Vec<&[u8]> {
+            req.headers()
+                .get_all(name)
+                .iter()
+                .map(HeaderValue::as_bytes)
+                .collect()
+        };
+        let api = match &self.keys.api_key_header {
+            Some(name) => lines(name.as_str()),
+            None => Vec::new(),
+        };
+        let forwarded = lines("x-forwarded-for");
+        let peer = req
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ConnectInfo(a)| a.ip());
+        if peer.is_none() && !self.reported.swap(true, Ordering::Relaxed) {
+            self.keys.report.error(&LayerError::NoPeerAddress);
+        }
+        let keyed = client_key(&self.keys, &api, &forwarded, peer);
+        match (self.flaw, peer) {
+            (Flaw::Leftmost, Some(peer))
+                if keyed.key != UNKNOWN_CLIENT
+                    && !keyed.key.starts_with("api:")
+                    && !self.keys.trusted_proxies.is_empty()
+                    && self.keys.trusts(peer) =>
+            {
+                let first: Option<IpAddr> = forwarded
+                    .iter()
+                    .flat_map(|line| forwarded_entries(line))
+                    .next()
+                    .flatten();
+                address_key(first.unwrap_or(peer))
+            }
+            _ => keyed.key,
+        }
+    }
+}
+
+impl Layer<Echo> for Wrong {
+    type Service = WrongService;
+
+    fn layer(&self, inner: Echo) -> WrongService {
+        WrongService {
+            layer: self.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct WrongService {
+    layer: Wrong,
+    inner: Echo,
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+impl Service<Request<Body>> for WrongService {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future = Answer;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Answer {
+        let key = self.layer.key(&req);
+        let decision = self.layer.limiter.check(&key, self.layer.clock.now());
+        let e = expected(&self.layer.policy, &decision);
+        let value = |v: &str| HeaderValue::from_str(v).expect("printable ASCII");
+        let (ratelimit, policy) = (value(&e.ratelimit), value(&e.ratelimit_policy));
+        match decision {
+            Decision::Allowed { .. } => {
+                let answer = self.inner.call(req);
+                Box::pin(async move {
+                    let mut response = answer.await?;
+                    let headers = response.headers_mut();
+                    headers.insert("ratelimit", ratelimit);
+                    headers.insert("ratelimit-policy", policy);
+                    Ok(response)
+                })
+            }
+            Decision::Denied { .. } => {
+                if self.layer.flaw == Flaw::InnerCalledWhenDenied {
+                    drop(self.inner.call(req));
+                }
+                let body = serde_json::json!({
+                    "type": PROBLEM_TYPE,
+                    "title": PROBLEM_TITLE,
+                    "status": 429,
+                    "detail": "Too many requests.",
+                    "violated-policies": [self.layer.policy.name],
+                });
+                let mut response = Response::new(Body::from(body.to_string()));
+                *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+                let headers = response.headers_mut();
+                let retry_after = e.retry_after.expect("a 429 has a Retry-After");
+                headers.insert("retry-after", value(&retry_after));
+                headers.insert("ratelimit", ratelimit);
+                headers.insert("ratelimit-policy", policy);
+                headers.insert("content-type", value("application/problem+json"));
+                Box::pin(std::future::ready(Ok(response)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::http::checks::verdict::judge;
+    use crate::http::drive::run;
+
+    /// Each wrong layer is the contract wherever its flaw does not show:
+    /// what the checks say of it is about its flaw alone.
+    #[test]
+    fn a_wrong_layer_is_right_where_its_flaw_does_not_show() {
+        let plain = timeline(
+            "name=\"api\" q=1 w=10 trust=10.0.0.0/8 api=x-api-key: @0s from 203.0.113.7; \
+             @0s from 10.0.0.1 xff \"198.51.100.1\" via clone; @1s from none via layer; \
+             @2s from 192.0.2.1 key \"k1\"",
+        );
+        for flaw in [Flaw::None, Flaw::Leftmost, Flaw::InnerCalledWhenDenied] {
+            let ctx = ctx(flaw);
+            let got = run(ctx.tested, ctx.algorithm, &plain).unwrap();
+            assert_eq!(judge(ctx.algorithm, &plain, &got), Ok(()), "{flaw:?}");
+        }
+    }
+}
