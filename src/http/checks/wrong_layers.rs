@@ -231,8 +231,99 @@ impl Service<Request<Body>> for WrongService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::checks::properties::{inner_calls, with_reference};
     use crate::http::checks::verdict::judge;
     use crate::http::drive::run;
+
+    /// Two clients behind one trusted proxy, each with a forged address
+    /// in front: the contract counts both under the client's address,
+    /// the leftmost layer under each forged one.
+    const FORGED_IN_FRONT: &str = "name=\"api\" q=1 w=10 trust=10.0.0.0/8: \
+        @0s from 10.0.0.1 xff \"1.1.1.1, 203.0.113.7\"; @0s from 10.0.0.1 xff \"2.2.2.2, 203.0.113.7\"";
+
+    /// A client behind the proxy whose forged entry is another client's
+    /// address, then that client directly: the second request's own key is
+    /// right, and only the first's explains its 429.
+    const FORGED_AS_ANOTHER: &str = "name=\"api\" q=1 w=10 trust=10.0.0.0/8: \
+        @0s from 10.0.0.1 xff \"203.0.113.7, 198.51.100.1\"; @0s from 203.0.113.7";
+
+    /// The first line of a failure names the request counted under the
+    /// wrong key, the key it was counted under and where that came from,
+    /// and the contract's key, before anything that follows from it.
+    fn names_the_key_first(text: &str, request: &str, wrong: &str, from: &str, right: &str) {
+        let first = text.lines().next().unwrap_or("");
+        assert!(first.starts_with(request), "{text}");
+        assert!(first.contains("counted under the wrong key"), "{text}");
+        for word in [wrong, from, right] {
+            assert!(
+                first.contains(word),
+                "{word:?} missing from the first line:\n{text}"
+            );
+        }
+        for consequence in ["inner service", "429", "status"] {
+            if let Some(at) = text.find(consequence) {
+                assert!(at > first.len(), "{consequence:?} comes first:\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_wrong_key_is_named_before_the_inner_calls_it_caused() {
+        let ctx = ctx(Flaw::Leftmost);
+        let text = inner_calls(ctx, &timeline(FORGED_IN_FRONT)).unwrap_err();
+        names_the_key_first(
+            &text,
+            "request #1 (",
+            "\"ip:1.1.1.1\"",
+            "leftmost",
+            "\"ip:203.0.113.7\"",
+        );
+        assert!(text.contains("request #2"), "{text}");
+        let text = inner_calls(ctx, &timeline(FORGED_AS_ANOTHER)).unwrap_err();
+        names_the_key_first(
+            &text,
+            "request #1 (",
+            "\"ip:203.0.113.7\"",
+            "leftmost",
+            "\"ip:198.51.100.1\"",
+        );
+        assert!(text.contains("request #2"), "{text}");
+    }
+
+    #[test]
+    fn a_wrong_key_is_named_first_against_the_model_and_the_reference() {
+        let ctx = ctx(Flaw::Leftmost);
+        for text in [FORGED_IN_FRONT, FORGED_AS_ANOTHER] {
+            let t = timeline(text);
+            let got = run(ctx.tested, ctx.algorithm, &t).unwrap();
+            for text in [
+                judge(ctx.algorithm, &t, &got).unwrap_err(),
+                with_reference(ctx, &t).unwrap_err(),
+            ] {
+                let wrong = if text.contains("1.1.1.1") {
+                    "\"ip:1.1.1.1\""
+                } else {
+                    "\"ip:203.0.113.7\""
+                };
+                names_the_key_first(&text, "request #1 (", wrong, "leftmost", "the contract");
+            }
+        }
+    }
+
+    /// Where the keys are right, the inner calls are what fails, said
+    /// once in words.
+    #[test]
+    fn inner_calls_for_a_denied_request_are_named() {
+        let ctx = ctx(Flaw::InnerCalledWhenDenied);
+        let t = timeline("name=\"api\" q=1 w=10: @0s from 203.0.113.7; @0s from 203.0.113.7");
+        let text = inner_calls(ctx, &t).unwrap_err();
+        assert!(text.starts_with("request #2 ("), "{text}");
+        assert!(
+            text.contains("the inner service was called once for it"),
+            "{text}"
+        );
+        assert!(!text.contains("counted under"), "{text}");
+    }
 
     /// Each wrong layer is the contract wherever its flaw does not show:
     /// what the checks say of it is about its flaw alone.
