@@ -13,6 +13,9 @@ use crate::decision::Decision;
 pub struct Keyed {
     pub key: String,
     pub missing_peer: bool,
+    /// Why the contract keys the request so, in words: `the rightmost
+    /// X-Forwarded-For address that no trusted proxy wrote`.
+    pub why: &'static str,
 }
 
 /// The client key of a request: `api:<value>` for one valid API key header
@@ -31,6 +34,7 @@ pub fn client_key(
                 return Keyed {
                     key: format!("api:{}", String::from_utf8_lossy(value)),
                     missing_peer: false,
+                    why: "its one valid API key",
                 };
             }
         }
@@ -39,6 +43,7 @@ pub fn client_key(
         return Keyed {
             key: UNKNOWN_CLIENT.to_string(),
             missing_peer: true,
+            why: "the one key of every request without a peer address",
         };
     };
     let mut chain: Vec<Option<IpAddr>> = Vec::new();
@@ -48,15 +53,30 @@ pub fn client_key(
         }
     }
     chain.push(Some(peer));
+    let last = chain.len() - 1;
     let mut client = chain[0];
+    let mut why = "the leftmost address of X-Forwarded-For: every address of the chain is a \
+                   trusted proxy";
     for i in (0..chain.len()).rev() {
         match chain[i] {
             None => {
                 client = chain[i + 1];
+                why = "the address right of an X-Forwarded-For entry that is not an address: \
+                       the walk from the right stops there";
                 break;
             }
             Some(ip) if !rule.trusts(ip) => {
                 client = Some(ip);
+                why = if i < last {
+                    "the rightmost X-Forwarded-For address that no trusted proxy wrote"
+                } else if forwarded_lines.is_empty() {
+                    "the peer's address, the connection's"
+                } else if rule.trusted_proxies.is_empty() {
+                    "the peer's address: no proxy is trusted, so X-Forwarded-For is not read"
+                } else {
+                    "the peer's address: the peer is not a trusted proxy, so its \
+                     X-Forwarded-For is not believed"
+                };
                 break;
             }
             Some(_) => {}
@@ -65,6 +85,7 @@ pub fn client_key(
     Keyed {
         key: address_key(client.expect("the walk ends on an address")),
         missing_peer: false,
+        why,
     }
 }
 
@@ -306,12 +327,10 @@ mod tests {
             client_key(&untrusting, &[], &lines, ip("10.0.0.1")).key,
             "ip:10.0.0.1"
         );
+        let unknown = client_key(&untrusting, &[], &[], None);
         assert_eq!(
-            client_key(&untrusting, &[], &[], None),
-            Keyed {
-                key: UNKNOWN_CLIENT.into(),
-                missing_peer: true
-            }
+            (unknown.key.as_str(), unknown.missing_peer),
+            (UNKNOWN_CLIENT, true)
         );
     }
 

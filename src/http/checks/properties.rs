@@ -7,12 +7,13 @@ use std::time::Duration;
 use proptest::strategy::Strategy;
 
 use super::replay;
-use super::verdict::{contract, judge, seen};
+use super::verdict::{contract, judge, seen, wrong_key};
 use super::{Ctx, HttpLesson};
 use crate::http::drive::run;
 use crate::http::exchange::{self, transcript, Call, HttpTimeline, Observed};
 use crate::http::model::leftmost_decides;
 use crate::http::{gen, LayerError, Policy};
+use crate::render::times;
 use crate::subject::Subject;
 use crate::watchdog::{time_limit, watched, Stop};
 
@@ -142,10 +143,15 @@ pub(super) fn with_reference(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
     for (i, (y, r)) in yours.answers.iter().zip(&reference.answers).enumerate() {
         let (ys, rs) = (seen(y), seen(r));
         if ys != rs {
+            let answers = format!("\n  yours:         {ys}\n  the reference: {rs}");
+            let at = format!("request #{} ({:?}):", i + 1, t.calls[i]);
+            let lead = match wrong_key(t, &contract(ctx.algorithm, t), &yours.answers, i) {
+                Some((k, wrong)) if k == i => format!("{wrong}{answers}"),
+                Some((_, wrong)) => format!("{wrong}\nThen, at {at}{answers}"),
+                None => format!("{at}{answers}"),
+            };
             return Err(format!(
-                "request #{} ({:?}):\n  yours:         {ys}\n  the reference: {rs}\n\n{}",
-                i + 1,
-                t.calls[i],
+                "{lead}\n\n{}",
                 transcript(&t.clone_upto(i), &yours.answers)
             ));
         }
@@ -157,22 +163,42 @@ pub(super) fn with_reference(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
 /// `poll_ready` of its own, and never for a denied one.
 pub(super) fn inner_calls(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
     let got = run(ctx.tested, ctx.algorithm, t)?;
-    let allowed: Vec<bool> = contract(ctx.algorithm, t)
-        .iter()
-        .map(|(_, e)| e.reaches_inner)
-        .collect();
+    let want = contract(ctx.algorithm, t);
     for (i, o) in got.answers.iter().enumerate() {
-        let want = usize::from(allowed[i]);
-        if o.inner_calls != want {
-            return Err(format!(
-                "request #{} ({:?}) was answered {} and the inner service was called {} times for it; \
-                 it must be called {want} time(s){}.",
-                i + 1,
-                t.calls[i],
-                o.status,
-                o.inner_calls,
-                if want == 0 { ": a denied request never reaches it (the work the limit protects would be done anyway)" } else { "" }
-            ));
+        let (keyed, e) = &want[i];
+        if o.inner_calls != usize::from(e.reaches_inner) {
+            let called = |request: String| {
+                format!(
+                    "{request} was answered {} and the inner service was {} for it",
+                    o.status,
+                    match o.inner_calls {
+                        0 => "not called".to_string(),
+                        n => format!("called {}", times(n)),
+                    }
+                )
+            };
+            let request = format!("request #{} ({:?})", i + 1, t.calls[i]);
+            let contract = if e.reaches_inner {
+                format!(
+                    "the contract allows it (under key {:?}) and calls the inner service once",
+                    keyed.key
+                )
+            } else {
+                format!(
+                    "the contract denies it (429, under key {:?}) and never calls the inner \
+                     service: a denied request never reaches it (the work the limit protects \
+                     would be done anyway)",
+                    keyed.key
+                )
+            };
+            return Err(match wrong_key(t, &want, &got.answers, i) {
+                Some((k, wrong)) => format!(
+                    "{wrong}\nThen {}, where {contract}. Fix the key first: the answers follow \
+                     from it.",
+                    called(if k == i { "it".into() } else { request })
+                ),
+                None => format!("{}; {contract}.", called(request)),
+            });
         }
     }
     if got.unready_calls > 0 {

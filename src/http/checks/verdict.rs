@@ -3,7 +3,11 @@
 
 use crate::http::drive::Run;
 use crate::http::exchange::{nanos, transcript, Call, HttpTimeline, Observed};
-use crate::http::model::{client_key, expected, problem_body_errors, Expected, Keyed};
+use std::net::IpAddr;
+
+use crate::http::model::{
+    address_key, client_key, expected, forwarded_entries, problem_body_errors, Expected, Keyed,
+};
 use crate::http::Policy;
 use crate::models::Algorithm;
 
@@ -112,16 +116,133 @@ pub(super) fn seen(o: &Observed) -> String {
     out
 }
 
+/// The first request, up to the `upto`th (0-based), for which the limiter
+/// was asked for another key than the contract's, said first: the key it
+/// was counted under and where in the request that came from, the
+/// contract's key and why, and which other requests the wrong key joins
+/// with it or splits from it. Every answer after a wrong key follows from
+/// it, so a failure names it before any of them. Also gives the request's
+/// index.
+pub(super) fn wrong_key(
+    t: &HttpTimeline,
+    want: &[(Keyed, Expected)],
+    answers: &[Observed],
+    upto: usize,
+) -> Option<(usize, String)> {
+    let asked = |j: usize| match answers.get(j).map(|o| o.checks.as_slice()) {
+        Some([(key, _)]) => Some(key.as_str()),
+        _ => None,
+    };
+    let last = upto.min(want.len().min(answers.len()).checked_sub(1)?);
+    let k = (0..=last).find(|&k| asked(k).is_some_and(|a| a != want[k].0.key))?;
+    let (c, got, right) = (&t.calls[k], asked(k)?, &want[k].0);
+    let mut text = format!(
+        "request #{} ({c:?}) was counted under the wrong key: the limiter was asked for {got:?} \
+         ({}); the contract counts it under {:?} ({}).",
+        k + 1,
+        origin(t, c, got),
+        right.key,
+        right.why
+    );
+    for j in (0..=last).filter(|&j| j != k) {
+        let (theirs, contracts) = (asked(j), want[j].0.key.as_str());
+        if theirs == Some(got) && contracts != right.key {
+            text.push_str(&format!(
+                " Request #{} was counted under {got:?} too, {}: two clients counted as one.",
+                j + 1,
+                if contracts == got {
+                    "its own key".to_string()
+                } else {
+                    format!("where the contract counts it under {contracts:?}")
+                }
+            ));
+            break;
+        }
+        if contracts == right.key && theirs.is_some_and(|th| th != got) {
+            text.push_str(&format!(
+                " The contract counts request #{} under {:?} too; the limiter was asked for {:?} \
+                 there: one client counted as two.",
+                j + 1,
+                right.key,
+                theirs.unwrap_or_default()
+            ));
+            break;
+        }
+    }
+    Some((k, text))
+}
+
+/// Where in request `c` a key comes from, in words: its API key, an
+/// address of its `X-Forwarded-For` (by place), its peer, or a header the
+/// contract never reads.
+fn origin(t: &HttpTimeline, c: &Call, key: &str) -> String {
+    if key == crate::http::UNKNOWN_CLIENT {
+        return "the key of requests without a peer address".into();
+    }
+    if let Some(value) = key.strip_prefix("api:") {
+        if c.api_keys
+            .iter()
+            .any(|k| String::from_utf8_lossy(k) == value)
+        {
+            return match &t.setup.api_key_header {
+                Some(name) => format!("the value of its {name} header"),
+                None => format!(
+                    "the value of its {} header, which this layer is not told to read",
+                    crate::http::drive::DECOY_API_KEY_HEADER
+                ),
+            };
+        }
+        if let Some(name) = &t.setup.api_key_header {
+            if value == "decoy" {
+                return format!(
+                    "the value of its {} header, which this layer is not told to read (its API \
+                     key header is {name})",
+                    crate::http::drive::DECOY_API_KEY_HEADER
+                );
+            }
+        }
+    }
+    let keyed = |ip: IpAddr| address_key(ip) == key;
+    if c.peer.is_some_and(keyed) {
+        return "the peer's address, the connection's".into();
+    }
+    let entries: Vec<Option<IpAddr>> = c
+        .forwarded
+        .iter()
+        .flat_map(|line| forwarded_entries(line))
+        .collect();
+    if let Some(p) = entries.iter().position(|e| e.is_some_and(keyed)) {
+        let n = entries.len();
+        return match p {
+            _ if n == 1 => "the one X-Forwarded-For address".into(),
+            0 => "the leftmost X-Forwarded-For address, which the client itself may write".into(),
+            _ if p == n - 1 => "the rightmost X-Forwarded-For address".into(),
+            _ => format!("X-Forwarded-For's address #{} of {n}, from the left", p + 1),
+        };
+    }
+    for (name, value) in &c.other {
+        let value = value.strip_prefix("for=").unwrap_or(value);
+        if value.parse::<IpAddr>().is_ok_and(keyed) {
+            return format!("its {name} header, which the contract never reads");
+        }
+    }
+    "neither an address of this request nor its API key".into()
+}
+
 /// Judges a run against the contract, request by request.
 pub fn judge(algorithm: Algorithm, t: &HttpTimeline, got: &Run) -> Result<(), String> {
     let want = contract(algorithm, t);
     let missing = want.iter().any(|(keyed, _)| keyed.missing_peer);
     for (i, ((keyed, e), c)) in want.iter().zip(&t.calls).enumerate() {
         let o = &got.answers[i];
-        if let Some(problem) = differs(&t.setup.policy, &keyed.key, c.at, e, o) {
+        let problem = match wrong_key(t, &want, &got.answers, i) {
+            Some((_, wrong)) => Some(wrong),
+            None => differs(&t.setup.policy, &keyed.key, c.at, e, o)
+                .map(|problem| format!("request #{} ({c:?}): {problem}", i + 1)),
+        };
+        if let Some(problem) = problem {
             return Err(format!(
-                "request #{} ({c:?}): {problem}\n\nyour transcript up to there:\n{}\nthe contract's:\n{}",
-                i + 1,
+                "{problem}\n\nyour transcript up to there:\n{}\nthe contract's:\n{}",
                 transcript(&t.clone_upto(i), &got.answers),
                 model_transcript(algorithm, &t.clone_upto(i))
             ));
