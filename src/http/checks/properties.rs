@@ -22,12 +22,7 @@ impl HttpLesson {
     /// instant the limiter is asked for, and the inner service's calls, for
     /// every request of generated timelines, against the model.
     pub fn agrees_with_model(&self) {
-        self.property(
-            "agrees with the model",
-            256,
-            gen::timelines(14),
-            |ctx, t| judge(ctx.algorithm, t, &run(ctx.tested, ctx.algorithm, t)?),
-        );
+        self.property("agrees with the model", 256, gen::timelines(14), with_model);
     }
 
     /// The same answers as the reference, request by request.
@@ -131,6 +126,11 @@ impl HttpLesson {
             }
         }
     }
+}
+
+/// Every request's answer, key and inner calls as the model's.
+pub(super) fn with_model(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
+    judge(ctx.algorithm, t, &run(ctx.tested, ctx.algorithm, t)?)
 }
 
 /// The same answers as the reference, request by request.

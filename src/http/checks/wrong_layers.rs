@@ -135,10 +135,10 @@ impl Wrong {
             .extensions()
             .get::<ConnectInfo<SocketAddr>>()
             .map(|ConnectInfo(a)| a.ip());
-        if peer.is_none() && !self.reported.swap(true, Ordering::Relaxed) {
+        let keyed = client_key(&self.keys, &api, &forwarded, peer);
+        if keyed.missing_peer && !self.reported.swap(true, Ordering::Relaxed) {
             self.keys.report.error(&LayerError::NoPeerAddress);
         }
-        let keyed = client_key(&self.keys, &api, &forwarded, peer);
         match (self.flaw, peer) {
             (Flaw::Leftmost, Some(peer))
                 if keyed.key != UNKNOWN_CLIENT
@@ -231,9 +231,12 @@ impl Service<Request<Body>> for WrongService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::checks::properties::{inner_calls, with_reference};
+    use crate::http::checks::properties::{
+        falsify, falsify_forged_keys, inner_calls, with_model, with_reference,
+    };
     use crate::http::checks::verdict::judge;
     use crate::http::drive::run;
+    use crate::http::gen;
 
     /// Two clients behind one trusted proxy, each with a forged address
     /// in front: the contract counts both under the client's address,
@@ -338,6 +341,51 @@ mod tests {
             let ctx = ctx(flaw);
             let got = run(ctx.tested, ctx.algorithm, &plain).unwrap();
             assert_eq!(judge(ctx.algorithm, &plain, &got), Ok(()), "{flaw:?}");
+        }
+    }
+
+    /// A failure's timeline reads at a glance: each `X-Forwarded-For` chain
+    /// shrunk to a few plain entries, with no tab and no zone id unless
+    /// they are the point (for a leftmost layer they never are).
+    fn plain_chains(t: &HttpTimeline) -> Result<(), String> {
+        for c in &t.calls {
+            let entries: usize = c
+                .forwarded
+                .iter()
+                .map(|l| l.split(|b| *b == b',').count())
+                .sum();
+            let text: Vec<u8> = c.forwarded.concat();
+            if entries > 3 || text.contains(&b'\t') || text.contains(&b'%') {
+                return Err(format!("{entries} entries in {c:?}"));
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_failure_shrinks_to_a_short_plain_chain() {
+        let ctx = ctx(Flaw::Leftmost);
+        let checks: [(&str, fn(Ctx, &HttpTimeline) -> Result<(), String>, usize); 3] = [
+            ("agrees with the model", with_model, 14),
+            ("agrees with the reference", with_reference, 14),
+            (
+                "calls the inner service once per allowed request",
+                inner_calls,
+                10,
+            ),
+        ];
+        for (name, check, most) in checks {
+            let (reason, t) = falsify(ctx, 256, gen::timelines(most), check).unwrap_err();
+            if let Err(e) = plain_chains(&t) {
+                panic!("{name}: {e}\n\n{t:?}\n\n{reason}");
+            }
+        }
+        let (reason, case) = falsify_forged_keys(ctx).unwrap_err();
+        if let Err(e) = plain_chains(&case.forged) {
+            panic!(
+                "keys cannot be forged: {e}\n\n{:?}\n\n{reason}",
+                case.forged
+            );
         }
     }
 }
