@@ -522,6 +522,67 @@ mod tests {
     use super::*;
     use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
+    /// Shrinking to plain forms first draws the odd ones as often as ever:
+    /// each shows up among a few hundred timelines.
+    #[test]
+    fn every_odd_form_is_drawn() {
+        let mut runner = TestRunner::new_with_rng(
+            Config::default(),
+            TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+        );
+        let strategy = with_forged_prefixes(12);
+        let mut seen: Vec<&str> = Vec::new();
+        for _ in 0..400 {
+            let (t, prefixes) = strategy.new_tree(&mut runner).unwrap().current();
+            let calls: Vec<Call> = t
+                .calls
+                .iter()
+                .zip(&prefixes)
+                .map(|(c, (own, f))| forge(c, *own, f))
+                .collect();
+            for c in &calls {
+                let lines = &c.forwarded;
+                let text = String::from_utf8_lossy(&lines.concat()).into_owned();
+                let entries: usize = lines.iter().map(|l| l.split(|b| *b == b',').count()).sum();
+                let checks = [
+                    ("a tab", text.contains('\t')),
+                    ("a zone id", text.contains('%')),
+                    (
+                        "a line that is not text",
+                        lines.iter().any(|l| l.iter().any(|b| *b >= 0x80)),
+                    ),
+                    ("an empty line", lines.iter().any(Vec::is_empty)),
+                    ("two lines", lines.len() >= 2),
+                    ("more than sixteen entries", entries > 16),
+                    (
+                        "a malformed entry",
+                        MALFORMED.iter().any(|m| !m.is_empty() && text.contains(m)),
+                    ),
+                    ("an IPv6 address", text.contains("::")),
+                    ("a long API key", c.api_keys.iter().any(|k| k.len() > 126)),
+                    ("two API key lines", c.api_keys.len() == 2),
+                    (
+                        "a header the contract never reads",
+                        c.other
+                            .iter()
+                            .any(|(n, _)| n.starts_with("x-real") || n == "forwarded"),
+                    ),
+                    ("no peer", c.peer.is_none()),
+                    (
+                        "an inner service's 429",
+                        c.other.iter().any(|(_, v)| v == "busy"),
+                    ),
+                ];
+                for (name, found) in checks {
+                    if found && !seen.contains(&name) {
+                        seen.push(name);
+                    }
+                }
+            }
+        }
+        assert_eq!(seen.len(), 13, "only {seen:?}");
+    }
+
     /// Every generated timeline reads back from the notation failures print,
     /// so that every replay command replays it.
     #[test]
