@@ -136,9 +136,10 @@ fn long_keys() -> Vec<LookAlike> {
                 out.push(LookAlike {
                     keys: vec![format!("{head}{tail}1"), format!("{head}{tail}2")],
                     why: format!(
-                        "keys of {}-byte characters in which byte {cut} falls {before} byte(s) \
-                         into a character: cutting there (`&key[..{cut}]`) panics",
-                        width
+                        "keys of {}-byte characters in which byte {cut} falls {} into a \
+                         character: cutting there (`&key[..{cut}]`) panics",
+                        width,
+                        crate::render::count(before, "byte")
                     ),
                     numbered: false,
                 });

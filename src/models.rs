@@ -140,10 +140,11 @@ impl Algorithm {
                         let count = (j - i + 1) as u128;
                         if count > bound {
                             return Err(format!(
-                                "{count} requests were allowed in [{}, {}], but a bucket of {limit} \
-                                 tokens refilled every {w} ns admits at most {bound} there",
+                                "{count} requests were allowed in [{}, {}], but a bucket of {} \
+                                 refilled every {w} ns admits at most {bound} there",
                                 at(i),
-                                at(j)
+                                at(j),
+                                crate::render::count(limit, "token")
                             ));
                         }
                     }
@@ -503,6 +504,20 @@ mod tests {
             Err(ConfigError::TooLarge)
         );
         assert_eq!(tb(u64::MAX, Duration::from_nanos(1)), Ok(()));
+    }
+
+    /// A count agrees with its noun: a bucket of one token is "1 token".
+    #[test]
+    fn an_invariant_counts_in_words() {
+        let config = Config::new(1, 10);
+        let e = Algorithm::TokenBucket
+            .invariant(&config, &[0, 0])
+            .unwrap_err();
+        assert!(e.contains("a bucket of 1 token refilled"), "{e}");
+        let e = Algorithm::TokenBucket
+            .invariant(&Config::new(2, 10), &[0, 0, 0])
+            .unwrap_err();
+        assert!(e.contains("a bucket of 2 tokens refilled"), "{e}");
     }
 }
 

@@ -12,7 +12,7 @@ use crate::decision::{describe, Decision, RateLimiter};
 use crate::drive::BuildShared;
 use crate::files::tidy_path;
 use crate::models::{Algorithm, Model};
-use crate::render::call;
+use crate::render::{call, count};
 use crate::sync::{note, reset_trace, take_trace, Op};
 use crate::timeline::{Config, Request};
 use crate::watchdog::{take_panic, time_limit, watched};
@@ -377,7 +377,7 @@ fn show_trace(ops: &[Op]) -> String {
     let skip = lines.len().saturating_sub(MOST);
     let mut out = String::new();
     if skip > 0 {
-        out.push_str(&format!("  ... {skip} earlier lines\n"));
+        out.push_str(&format!("  ... {} earlier\n", count(skip, "line")));
     }
     for line in &lines[skip..] {
         out.push_str(line);
@@ -430,13 +430,14 @@ fn collapse_repeats(lines: Vec<String>) -> Vec<String> {
 fn explain(message: String, bound: usize) -> String {
     if message.contains("exceeded maximum number of branches") {
         format!(
-            "loom stopped an execution that ran past its bound of {} branches (\"Model exceeded \
-             maximum number of branches\"), even with at most {bound} preemption(s): most often a \
+            "loom stopped an execution that ran past its bound of {} (\"Model exceeded \
+             maximum number of branches\"), even with at most {}: most often a \
              loop that retries without anything changing, such as a compare-and-swap retried with \
              the same stale expected value (retry with the value the failed exchange returned), or \
              a wait for a state no other thread will make. If the design really takes that many \
              lock and atomic operations, raise the bound: LOOM_MAX_BRANCHES={}.",
-            branches(),
+            count(branches(), "branch|branches"),
+            count(bound, "preemption"),
             branches() * 4
         )
     } else {
@@ -505,7 +506,8 @@ fn search(
     let n = executions.load(Ordering::Relaxed);
     // Shown with `--nocapture`: how much loom explored.
     println!(
-        "loom explored {n} executions of {name} (preemption bound {bound}) in {:.2}s",
+        "loom explored {} of {name} (preemption bound {bound}) in {:.2}s",
+        count(n, "execution"),
         started.elapsed().as_secs_f64()
     );
     match result {
@@ -581,18 +583,22 @@ pub fn explore_with(
                     return Err((explain(message, bound), trace))
                 }
                 // Too big at this bound: the next, smaller search decides.
-                Search::Branches(..) => outgrown = Some(format!("past {} branches", branches())),
-                Search::Outgrown(n) => outgrown = Some(format!("{n} schedules")),
+                Search::Branches(..) => {
+                    outgrown = Some(format!("past {}", count(branches(), "branch|branches")))
+                }
+                Search::Outgrown(n) => outgrown = Some(count(n, "schedule")),
             }
         }
         let (bound, cap) = (SECOND.0, second_cap());
         Err((
             format!(
-                "loom's search outgrew its bound: it explored {cap} schedules with at most {bound} \
-                 preemption(s) and had more to go (with two preemptions it had already gone {}). \
+                "loom's search outgrew its bound: it explored {} with at most {} and had more \
+                 to go (with two preemptions it had already gone {}). \
                  This is not a hang: every schedule ended, and none broke anything. A call with \
                  many lock and atomic operations (a spin loop, a retry) has that many more \
                  schedules; to explore them all, raise the bound: KATA_LOOM_SCHEDULES={}.",
+                count(cap, "schedule"),
+                count(bound, "preemption"),
                 outgrown.unwrap_or_default(),
                 cap * 10
             ),

@@ -285,7 +285,10 @@ impl Timeline {
         let head = part(&self.requests[..12]);
         let tail = part(&self.requests[n - 12..]);
         let tail = tail.split_once(':').map(|(_, t)| t).unwrap_or(&tail);
-        format!("{head} … {} more requests …{tail}", n - 24)
+        format!(
+            "{head} … {} more …{tail}",
+            crate::render::count(n - 24, "request")
+        )
     }
 
     /// The first `n` requests.

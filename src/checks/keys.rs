@@ -9,7 +9,7 @@ use super::{replay, Lesson};
 use crate::decision::Decision;
 use crate::keys::{look_alikes, meeting_names};
 use crate::models::model_run;
-use crate::render::{first_difference, render_compare};
+use crate::render::{count, first_difference, render_compare};
 use crate::timeline::{show_key, Config, Request, Timeline};
 use crate::watchdog::{time_limit, Stop};
 
@@ -161,9 +161,14 @@ impl Lesson {
             ),
             _ => (
                 format!(
-                    "answers key {} wrongly once {} other keys have been called",
+                    "answers key {} wrongly once {} other {} been called",
                     show_key(&wrong),
-                    others.len()
+                    others.len(),
+                    if others.len() == 1 {
+                        "key has"
+                    } else {
+                        "keys have"
+                    }
                 ),
                 None,
             ),
@@ -177,8 +182,8 @@ impl Lesson {
             )
         } else {
             format!(
-                "smallest timeline found ({} requests): {}\n\n{}",
-                t.requests.len(),
+                "smallest timeline found ({}): {}\n\n{}",
+                count(t.requests.len(), "request"),
                 t.brief(),
                 divergence(&t, j, &self.whose(), &got, "the contract", &want),
             )
@@ -272,22 +277,22 @@ impl Lesson {
             alone.requests.retain(|r| r.key == *key);
             if let Err(stop) = run_watched(ctx.tested, &alone) {
                 panic!(
-                    "lesson {:02} ({}): {} {} on key {} ({} bytes), called on its own.\nminimal timeline: {alone:?}\nreplay it:\n  {}",
+                    "lesson {:02} ({}): {} {} on key {} ({}), called on its own.\nminimal timeline: {alone:?}\nreplay it:\n  {}",
                     self.facts.number,
                     self.facts.title,
                     self.whose(),
                     stop.text(),
                     show_key(key),
-                    key.len(),
+                    count(key.len(), "byte"),
                     replay(self.facts.number, &alone)
                 );
             }
         }
         panic!(
-            "{} {}\ntimeline ({} requests): {}",
+            "{} {}\ntimeline ({}): {}",
             self.whose(),
             stop.text(),
-            timeline.requests.len(),
+            count(timeline.requests.len(), "request"),
             timeline.brief()
         )
     }

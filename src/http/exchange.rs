@@ -470,7 +470,10 @@ impl Observed {
         match lines.as_slice() {
             [] => Ok(None),
             [one] => Ok(Some(one)),
-            _ => Err(format!("{name} was sent {} times", lines.len())),
+            _ => Err(format!(
+                "{name} was sent {}",
+                crate::render::times(lines.len())
+            )),
         }
     }
 

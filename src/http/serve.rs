@@ -198,7 +198,9 @@ async fn burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String>
     let inner = served.inner.calls();
     if inner != admitted {
         return Err(format!(
-            "the route behind the layer ran {inner} times for {admitted} admitted requests"
+            "the route behind the layer ran {} for {admitted} admitted {}",
+            crate::render::times(inner),
+            crate::render::plural(admitted, "request")
         ));
     }
 

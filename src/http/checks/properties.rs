@@ -13,7 +13,7 @@ use crate::http::drive::run;
 use crate::http::exchange::{self, transcript, Call, HttpTimeline, Observed};
 use crate::http::model::leftmost_decides;
 use crate::http::{gen, LayerError, Policy};
-use crate::render::times;
+use crate::render::{count, times};
 use crate::subject::Subject;
 use crate::watchdog::{time_limit, watched, Stop};
 
@@ -75,12 +75,12 @@ impl HttpLesson {
             let got = run(ctx.tested, ctx.algorithm, &t)?;
             if got.reported != [LayerError::NoPeerAddress] {
                 return Err(format!(
-                    "the layer reported {:?} to its KeyRule's `report` over {} requests without a peer \
+                    "the layer reported {:?} to its KeyRule's `report` over {} without a peer \
                      address (through clones and new layers); the contract reports \
                      [NoPeerAddress] once per layer, so that a log shows the fix once instead of \
                      a line per request.",
                     got.reported,
-                    t.calls.len()
+                    count(t.calls.len(), "request")
                 ));
             }
             judge(ctx.algorithm, &t, &got)?;
@@ -203,10 +203,10 @@ pub(super) fn inner_calls(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
     }
     if got.unready_calls > 0 {
         return Err(format!(
-            "the inner service was called {} time(s) without its own `poll_ready` first: \
+            "the inner service was called {} without its own `poll_ready` first: \
              `poll_ready` must delegate to the inner service (tower's contract: call only \
              after ready).",
-            got.unready_calls
+            times(got.unready_calls)
         ));
     }
     polled_then_called(ctx)
@@ -374,10 +374,11 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
     if reports != 1 {
         return Err(format!(
             "{THREADS} requests without a peer address, through {THREADS} clones on {THREADS} \
-             threads at once, were reported {reports} times; the contract reports once. Check \
+             threads at once, were reported {}; the contract reports once. Check \
              and set the \"reported\" flag in one step (`AtomicBool::swap`), before reporting: \
              a load, then the report, then a store lets every request that comes in between \
-             report too."
+             report too.",
+            times(reports)
         ));
     }
     Ok(())
@@ -431,9 +432,10 @@ fn polled_then_called(ctx: Ctx) -> Result<(), String> {
         0 => Ok(()),
         n => Err(format!(
             "two clones of the service were made ready, then both called: the inner service \
-             was called {n} time(s) without a `poll_ready` of its own. Each clone must keep its \
+             was called {} without a `poll_ready` of its own. Each clone must keep its \
              own inner service (cloned with it), so that the readiness one clone was given is \
-             spent by that clone's call."
+             spent by that clone's call.",
+            times(n)
         )),
     }
 }

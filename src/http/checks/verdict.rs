@@ -10,6 +10,7 @@ use crate::http::model::{
 };
 use crate::http::Policy;
 use crate::models::Algorithm;
+use crate::render::times;
 
 /// What the contract answers to each request: the key and the answer.
 pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)> {
@@ -262,9 +263,9 @@ pub fn judge(algorithm: Algorithm, t: &HttpTimeline, got: &Run) -> Result<(), St
     }
     if got.unready_calls > 0 {
         return Err(format!(
-            "the inner service was called {} time(s) without a `poll_ready` of its own first: \
+            "the inner service was called {} without a `poll_ready` of its own first: \
              `poll_ready` must delegate to the inner service.",
-            got.unready_calls
+            times(got.unready_calls)
         ));
     }
     Ok(())
@@ -324,10 +325,18 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
     }
     let inner = usize::from(e.reaches_inner);
     if o.inner_calls != inner {
-        return Some(format!(
-            "the inner service was called {} time(s) for it; the contract calls it {inner} time(s)",
-            o.inner_calls
-        ));
+        return Some(match (o.inner_calls, inner) {
+            (0, _) => "the inner service was not called for it; the contract calls it once".into(),
+            (n, 0) => format!(
+                "the inner service was called {} for it; the contract never calls it for a \
+                 denied request",
+                times(n)
+            ),
+            (n, _) => format!(
+                "the inner service was called {} for it; the contract calls it once",
+                times(n)
+            ),
+        });
     }
     if o.inner_request_changed {
         return Some(

@@ -315,6 +315,22 @@ mod tests {
 
     /// Where the keys are right, the inner calls are what fails, said
     /// once in words.
+    /// A count agrees with its noun: "called once", not "called 1 time(s)".
+    #[test]
+    fn the_model_counts_inner_calls_in_words() {
+        let ctx = ctx(Flaw::InnerCalledWhenDenied);
+        let t = timeline("name=\"api\" q=1 w=10: @0s from 203.0.113.7; @0s from 203.0.113.7");
+        let got = run(ctx.tested, ctx.algorithm, &t).unwrap();
+        let text = judge(ctx.algorithm, &t, &got).unwrap_err();
+        assert!(
+            text.starts_with(
+                "request #2 (@0s from 203.0.113.7): the inner service was called once for it; \
+                 the contract never calls it for a denied request"
+            ),
+            "{text}"
+        );
+    }
+
     #[test]
     fn inner_calls_for_a_denied_request_are_named() {
         let ctx = ctx(Flaw::InnerCalledWhenDenied);

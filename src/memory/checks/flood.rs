@@ -143,8 +143,8 @@ impl BoundedLesson {
                 return Err(format!(
                     "{} distinct keys through a store of {} ({}, max_keys {}, overflow {over:?}; \
                      new keys arrive every 50ns, 20_000 per period, and ten steady keys call \
-                     every 100th step). At step #{}, {}: yours answered {} and holds {got_held} \
-                     keys; the contract answers {} and holds {held}.",
+                     every 100th step). At step #{}, {}: yours answered {} and holds {}; the \
+                     contract answers {} and holds {held}.",
                     group_digits(FLOOD as u128),
                     group_digits(FLOOD_KEYS as u128),
                     kind.algorithm()
@@ -153,6 +153,7 @@ impl BoundedLesson {
                     i + 1,
                     call(&r.key, r.now),
                     describe(&got),
+                    crate::render::count(got_held, "key"),
                     describe(d),
                 ));
             }
@@ -173,8 +174,9 @@ impl BoundedLesson {
             ));
         }
         Ok(format!(
-            "most keys held {most}, {} bytes held, {} per key",
+            "most keys held {most}, {} {} held, {} per key",
             group_digits(bytes as u128),
+            crate::render::plural(bytes, "byte"),
             bytes / most.max(1)
         ))
     }

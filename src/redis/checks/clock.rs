@@ -9,7 +9,7 @@ use crate::decision::{describe, Decision};
 use crate::redis::drive::{settings_on, GRACE, SERVERS};
 use crate::redis::server::RedisServer;
 use crate::redis::{Clock, Rule};
-use crate::render::call;
+use crate::render::{call, count};
 use crate::time::Timestamp;
 
 impl RedisLesson {
@@ -68,9 +68,10 @@ impl RedisLesson {
                     format!(
                         "A GCRA of capacity {capacity}, one token an hour, with Clock::Server, on three app \
                          servers whose clocks are hours apart, all within a few milliseconds of real time:\n\
-                         {script}The first {capacity} requests are allowed with {} left, every later one is \
+                         {script}The first {} allowed with {} left, every later one is \
                          denied until about an hour from now: the script must read the time with \
                          redis.call('TIME') and ignore the `now` passed in.",
+                        if capacity == 1 { "request is".to_string() } else { format!("{capacity} requests are") },
                         (0..capacity).rev().map(|r| r.to_string()).collect::<Vec<_>>().join(", ")
                     ),
                 );
@@ -101,10 +102,11 @@ impl RedisLesson {
                         format!(
                             "{script}After these, key {key:?} expires {} ms {} than it should: with \
                              Clock::Server its state matters until the theoretical arrival time on the \
-                             server's clock ({taken} tokens of an hour taken since the first request), plus \
+                             server's clock ({} of an hour taken since the first request), plus \
                              the grace.",
                             if expiry < lo { lo - expiry } else { expiry - hi },
-                            if expiry < lo { "sooner" } else { "later" }
+                            if expiry < lo { "sooner" } else { "later" },
+                            count(taken, "token")
                         ),
                     );
                 }

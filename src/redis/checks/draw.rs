@@ -139,10 +139,10 @@ fn draw_three_servers(
     }
     let total = |ds: &[Decision]| ds.iter().filter(|d| d.is_allowed()).count();
     out.push_str(&format!(
-        "\nadmitted in all: {} in memory, {} on Redis, of {} requests",
+        "\nadmitted in all: {} in memory, {} on Redis, of {}",
         total(in_memory),
         total(shared),
-        t.requests.len()
+        crate::render::count(t.requests.len(), "request")
     ));
     out
 }
