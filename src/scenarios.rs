@@ -151,7 +151,120 @@ fn checked(limiter: &dyn RateLimiter, r: &Request) -> Decision {
     d
 }
 
-fn execution(build: BuildShared, s: &Scenario) -> Answers {
+/// When each call of the threads of one execution began and returned, in
+/// the order it happened: `(thread, its call's index, returned)`. Its
+/// clones share one log (loom runs every thread of an execution on one OS
+/// thread; the lock is std's, not a step of the schedule).
+#[derive(Clone, Default)]
+pub(crate) struct CallLog(Arc<std::sync::Mutex<Vec<(usize, usize, bool)>>>);
+
+impl CallLog {
+    /// Runs `call`, the `i`th of thread `thread`, logged.
+    pub(crate) fn around<T>(&self, thread: usize, i: usize, call: impl FnOnce() -> T) -> T {
+        self.push(thread, i, false);
+        let answer = call();
+        self.push(thread, i, true);
+        answer
+    }
+
+    fn push(&self, thread: usize, i: usize, returned: bool) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((thread, i, returned));
+    }
+
+    /// The calls in the order they ran, if no two overlapped: each returned
+    /// before the next began.
+    pub(crate) fn one_at_a_time(&self) -> Option<Vec<(usize, usize)>> {
+        let events = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        events
+            .chunks(2)
+            .map(|pair| match pair {
+                [(t, i, false), (u, j, true)] if (t, i) == (u, j) => Some((*t, *i)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// What an account of a broken execution opens with when its calls
+/// overlapped: the interleaving is to blame.
+pub(crate) const A_RACE: &str =
+    "loom found a schedule in which the answers match no one-at-a-time order of the same calls:";
+
+/// What it opens with when no two calls overlapped, so that the answers
+/// are wrong whatever the interleaving: `first_wrong` is the first answer
+/// that is not the contract's, `order` the calls as they ran, `schedule`
+/// what ran them (`schedule`, `order of Redis commands`).
+pub(crate) fn not_a_race(first_wrong: &str, order: &str, schedule: &str) -> String {
+    format!(
+        "even one call at a time, these answers are not the contract's: {first_wrong}.\n\
+         In this {schedule} no two calls overlapped (each returned before the next began: \
+         {order}), so it is the answers that are wrong, not the interleaving. The checks that \
+         are not races (examples, properties) find such a mistake with one call at a time: \
+         make them pass first.\n"
+    )
+}
+
+/// The threads' calls in `order`: `thread 1 check("k", 0ns), then thread 0
+/// check("k", 0ns)`.
+pub(crate) fn show_order(s: &Scenario, order: &[(usize, usize)], who: &str) -> String {
+    order
+        .iter()
+        .map(|&(t, i)| {
+            let r = &s.threads[t][i];
+            format!("{who} {t} {}", call(&r.key, r.now))
+        })
+        .collect::<Vec<_>>()
+        .join(", then ")
+}
+
+/// The first answer of `got` that is not the contract's when the threads'
+/// calls run one at a time in `order` (after the calls before the threads,
+/// and before those after them), with the contract's; `None` if there is
+/// none.
+pub(crate) fn first_wrong_in_order(
+    algorithm: Algorithm,
+    s: &Scenario,
+    got: &Answers,
+    order: &[(usize, usize)],
+    who: &str,
+) -> Option<String> {
+    let mut model = algorithm.model(s.config);
+    let mut wrong = |whose: String, r: &Request, answer: &Decision| {
+        let now = r.now.as_nanos();
+        let at = format!(
+            "{whose}{} answered {}",
+            call(&r.key, r.now),
+            describe(answer)
+        );
+        if model.is_late(&r.key, now) {
+            (!model.accept_late(&r.key, now, answer)).then(|| {
+                format!(
+                    "{at}; that call is late (its key was already called at a later instant), \
+                     and a late call may be denied, or allowed only where the limit has room, \
+                     which here it has not"
+                )
+            })
+        } else {
+            let want = model.decide(&r.key, now);
+            (want != *answer).then(|| format!("{at}; the contract says {}", describe(&want)))
+        }
+    };
+    let before = s.before.iter().zip(&got.before);
+    let threads = order
+        .iter()
+        .map(|&(t, i)| (format!("{who} {t}: "), &s.threads[t][i], &got.threads[t][i]));
+    let after = s.after.iter().zip(&got.after);
+    before
+        .map(|(r, a)| ("before the threads: ".to_string(), r, a))
+        .chain(threads)
+        .chain(after.map(|(r, a)| ("after joining: ".to_string(), r, a)))
+        .find_map(|(whose, r, a)| wrong(whose, r, a))
+}
+
+fn execution(build: BuildShared, s: &Scenario, log: &CallLog) -> Answers {
     reset_trace();
     let limiter: Arc<dyn RateLimiter> =
         build(s.config.limit, s.config.period).unwrap_or_else(|e| {
@@ -163,21 +276,27 @@ fn execution(build: BuildShared, s: &Scenario) -> Answers {
     let before = s.before.iter().map(|r| checked(&*limiter, r)).collect();
     let handles: Vec<_> = s.threads[1..]
         .iter()
-        .map(|list| {
-            let (limiter, list) = (limiter.clone(), list.clone());
+        .enumerate()
+        .map(|(t, list)| {
+            let (limiter, list, log) = (limiter.clone(), list.clone(), log.clone());
             loom::thread::spawn(move || {
                 // A panic must not unwind out of a loom thread (the process
                 // would abort): it ends the thread, and the main thread
                 // raises it again at join.
                 panic::catch_unwind(AssertUnwindSafe(|| {
                     list.iter()
-                        .map(|r| checked(&*limiter, r))
+                        .enumerate()
+                        .map(|(i, r)| log.around(t + 1, i, || checked(&*limiter, r)))
                         .collect::<Vec<_>>()
                 }))
             })
         })
         .collect();
-    let mut threads = vec![s.threads[0].iter().map(|r| checked(&*limiter, r)).collect()];
+    let mut threads = vec![s.threads[0]
+        .iter()
+        .enumerate()
+        .map(|(i, r)| log.around(0, i, || checked(&*limiter, r)))
+        .collect()];
     for h in handles {
         let joined = h.join().unwrap_or_else(Err);
         threads.push(joined.unwrap_or_else(|p| panic::resume_unwind(p)));
@@ -490,15 +609,17 @@ fn search(
     builder.checkpoint_interval = 1;
     let executions = Arc::new(AtomicUsize::new(0));
     let counted = executions.clone();
+    // The account of the execution that broke something, when one did.
+    let broken = Arc::new(std::sync::Mutex::new(None::<String>));
+    let found = broken.clone();
     let started = Instant::now();
     let result = panic::catch_unwind(AssertUnwindSafe(|| {
         crate::signals::in_model(|| {
             builder.check(move || {
                 counted.fetch_add(1, Ordering::Relaxed);
                 if let Some(broken) = execution() {
-                    panic!(
-                        "loom found a schedule in which the answers match no one-at-a-time order of the same calls:\n{broken}"
-                    );
+                    *found.lock().unwrap_or_else(|p| p.into_inner()) = Some(broken.clone());
+                    panic!("{broken}");
                 }
             })
         })
@@ -514,10 +635,9 @@ fn search(
         Ok(()) if n >= cap => Search::Outgrown(n),
         Ok(()) => Search::Done,
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<String>()
-                .filter(|m| m.starts_with("loom found"))
-                .cloned()
+            let found = broken.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let message = found
+                .filter(|m| payload.downcast_ref::<String>() == Some(m))
                 .or_else(take_panic)
                 .unwrap_or_else(|| "the model panicked".into());
             let trace = take_trace();
@@ -538,17 +658,28 @@ pub fn explore(algorithm: Algorithm, build: BuildShared, scenario: Scenario) -> 
     let s = scenario.clone();
     let header = format!("loom scenario \"{}\" ({})", scenario.name, scenario.what);
     explore_with(header, move || {
-        let got = execution(build, &s);
-        (!linearizable(algorithm, &s, &got)).then(|| {
-            let mut text = format!(
-                "{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
-                show_answers(&s, &got, "thread")
-            );
-            for a in &allowed {
-                text.push_str(&format!("  {}\n", compact(a, "thread")));
+        let log = CallLog::default();
+        let got = execution(build, &s, &log);
+        if linearizable(algorithm, &s, &got) {
+            return None;
+        }
+        let answers = show_answers(&s, &got, "thread");
+        if let Some(order) = log.one_at_a_time() {
+            if let Some(wrong) = first_wrong_in_order(algorithm, &s, &got, &order, "thread") {
+                let order = show_order(&s, &order, "thread");
+                return Some(format!(
+                    "{}{answers}",
+                    not_a_race(&wrong, &order, "schedule")
+                ));
             }
-            text
-        })
+        }
+        let mut text = format!(
+            "{A_RACE}\n{answers}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
+        );
+        for a in &allowed {
+            text.push_str(&format!("  {}\n", compact(a, "thread")));
+        }
+        Some(text)
     })
 }
 
@@ -621,6 +752,97 @@ pub fn explore_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    /// A fixed window that admits one request too many: wrong whatever
+    /// the order of its calls, each under a lock.
+    struct OneTooMany {
+        limit: u64,
+        counts: loom::sync::Mutex<std::collections::HashMap<String, u64>>,
+    }
+
+    impl RateLimiter for OneTooMany {
+        fn check(&self, key: &str, _: crate::time::Timestamp) -> Decision {
+            let mut counts = self.counts.lock().unwrap();
+            let n = counts.entry(key.to_string()).or_default();
+            *n += 1;
+            if *n <= self.limit + 1 {
+                Decision::Allowed {
+                    remaining: (self.limit + 1) - *n,
+                }
+            } else {
+                Decision::Denied {
+                    retry_after: Duration::from_nanos(1),
+                }
+            }
+        }
+    }
+
+    /// A fixed window that reads its count under the lock and writes it
+    /// back under another: right one call at a time, wrong when two
+    /// calls overlap.
+    struct LostUpdate {
+        limit: u64,
+        count: loom::sync::Mutex<u64>,
+    }
+
+    impl RateLimiter for LostUpdate {
+        fn check(&self, _: &str, _: crate::time::Timestamp) -> Decision {
+            let n = *self.count.lock().unwrap();
+            if n >= self.limit {
+                return Decision::Denied {
+                    retry_after: Duration::from_nanos(1_000),
+                };
+            }
+            *self.count.lock().unwrap() = n + 1;
+            Decision::Allowed {
+                remaining: self.limit - n - 1,
+            }
+        }
+    }
+
+    /// Answers that are wrong even one call at a time are said to be so,
+    /// with the first wrong one against the contract's, not blamed on the
+    /// interleaving.
+    #[test]
+    fn wrong_answers_one_call_at_a_time_are_not_a_race() {
+        let build: BuildShared = &|limit, _| {
+            Ok(Arc::new(OneTooMany {
+                limit,
+                counts: Default::default(),
+            }))
+        };
+        let e = explore(Algorithm::FixedWindow, build, Scenario::burst()).unwrap_err();
+        assert!(
+            e.contains("even one call at a time, these answers are not the contract's:"),
+            "{e}"
+        );
+        assert!(
+            e.contains(
+                "these answers are not the contract's: thread 0: check(\"k\", 0ns) answered \
+                 allowed, 2 remaining; the contract says allowed, 1 remaining."
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("match no one-at-a-time order"), "{e}");
+    }
+
+    /// A real race is still reported as one.
+    #[test]
+    fn overlapping_calls_are_a_race() {
+        let build: BuildShared = &|limit, _| {
+            Ok(Arc::new(LostUpdate {
+                limit,
+                count: Default::default(),
+            }))
+        };
+        let e = explore(Algorithm::FixedWindow, build, Scenario::burst()).unwrap_err();
+        assert!(
+            e.contains("loom found a schedule in which the answers match no one-at-a-time order"),
+            "{e}"
+        );
+        assert!(!e.contains("even one call at a time"), "{e}");
+    }
 
     #[test]
     fn repeated_lines_are_written_once_with_a_count() {

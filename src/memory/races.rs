@@ -10,6 +10,15 @@ use super::drive::{Bounded, BuildBounded, RuleKind};
 use super::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
 use super::model::BoundedModel;
 use super::{Bounds, Overflow, Rule};
+use crate::scenarios::{not_a_race, CallLog, A_RACE};
+
+/// A step's answer by the model, which takes it.
+fn apply(m: &mut BoundedModel, s: &Step) -> Answer {
+    match s {
+        Step::Check(r) => Answer::Decision(m.check(&r.key, r.now.as_nanos(), false)),
+        Step::Sweep(at) => Answer::Swept(m.sweep(at.as_nanos())),
+    }
+}
 
 /// A concurrent situation of lesson 09: steps before the threads, each
 /// thread's steps (thread 0 is loom's main thread), steps after the join,
@@ -144,22 +153,28 @@ impl Race {
             crate::sync::note(format!("{} -> {a}", s.show()));
             a
         };
+        let log = CallLog::default();
         let before = self.before.iter().map(|s| ask(&*limiter, s)).collect();
         let handles: Vec<_> = self.threads[1..]
             .iter()
-            .map(|list| {
-                let (limiter, list) = (limiter.clone(), list.clone());
+            .enumerate()
+            .map(|(t, list)| {
+                let (limiter, list, log) = (limiter.clone(), list.clone(), log.clone());
                 loom::thread::spawn(move || {
                     // A panic must not unwind out of a loom thread.
                     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        list.iter().map(|s| ask(&*limiter, s)).collect::<Vec<_>>()
+                        list.iter()
+                            .enumerate()
+                            .map(|(i, s)| log.around(t + 1, i, || ask(&*limiter, s)))
+                            .collect::<Vec<_>>()
                     }))
                 })
             })
             .collect();
         let mut threads = vec![self.threads[0]
             .iter()
-            .map(|s| ask(&*limiter, s))
+            .enumerate()
+            .map(|(i, s)| log.around(0, i, || ask(&*limiter, s)))
             .collect::<Vec<_>>()];
         for h in handles {
             let joined = h.join().unwrap_or_else(Err);
@@ -180,14 +195,71 @@ impl Race {
                 == (&got.before, &got.threads, &got.after, got.held)
                 && same_metrics(&a.metrics, &got.metrics).is_ok()
         };
-        (!allowed.iter().any(matches)).then(|| {
-            let mut text = format!("this execution: {}\n", self.show(&got));
-            text.push_str("one-at-a-time orders give one of these:\n");
-            for a in &allowed {
-                text.push_str(&format!("  {}\n", self.show(a)));
+        if allowed.iter().any(matches) {
+            return None;
+        }
+        let this = format!("this execution: {}\n", self.show(&got));
+        if let Some(order) = log.one_at_a_time() {
+            if let Some(wrong) = self.first_wrong_in_order(&got, &order) {
+                let shown = order
+                    .iter()
+                    .map(|&(t, i)| format!("thread {t} {}", self.threads[t][i].show()))
+                    .collect::<Vec<_>>()
+                    .join(", then ");
+                return Some(format!("{}{this}", not_a_race(&wrong, &shown, "schedule")));
             }
-            text
-        })
+        }
+        let mut text = format!("{A_RACE}\n{this}one-at-a-time orders give one of these:\n");
+        for a in &allowed {
+            text.push_str(&format!("  {}\n", self.show(a)));
+        }
+        Some(text)
+    }
+
+    /// The first answer of `got` (then the keys held, then the metrics)
+    /// that is not the contract's when the threads' steps run one at a time
+    /// in `order`; `None` if there is none.
+    fn first_wrong_in_order(&self, got: &Raced, order: &[(usize, usize)]) -> Option<String> {
+        let mut model = BoundedModel::new(self.rule, self.bounds.clone());
+        let before = self
+            .before
+            .iter()
+            .zip(&got.before)
+            .map(|(s, a)| ("before: ".to_string(), s, a));
+        let threads = order.iter().map(|&(t, i)| {
+            (
+                format!("thread {t}: "),
+                &self.threads[t][i],
+                &got.threads[t][i],
+            )
+        });
+        let after = self
+            .after
+            .iter()
+            .zip(&got.after)
+            .map(|(s, a)| ("after: ".to_string(), s, a));
+        for (whose, step, answer) in before.chain(threads).chain(after) {
+            let want = apply(&mut model, step);
+            if want != *answer {
+                return Some(format!(
+                    "{whose}{} answered {answer}; the contract says {want}",
+                    step.show()
+                ));
+            }
+        }
+        if model.held() != got.held {
+            return Some(format!(
+                "then keys_held() = {}; the contract holds {}",
+                got.held,
+                crate::render::count(model.held(), "key")
+            ));
+        }
+        same_metrics(
+            &expected_metrics(&self.bounds.policy, &model.counts),
+            &got.metrics,
+        )
+        .err()
+        .map(|e| format!("then the metrics: {e}"))
     }
 
     /// What every one-at-a-time order of the threads' steps gives.
@@ -228,12 +300,6 @@ impl Race {
                 }
             }
         }
-        fn apply(m: &mut BoundedModel, s: &Step) -> Answer {
-            match s {
-                Step::Check(r) => Answer::Decision(m.check(&r.key, r.now.as_nanos(), false)),
-                Step::Sweep(at) => Answer::Swept(m.sweep(at.as_nanos())),
-            }
-        }
         let mut model = BoundedModel::new(self.rule, self.bounds.clone());
         let before: Vec<Answer> = self.before.iter().map(|s| apply(&mut model, s)).collect();
         let mut out = Vec::new();
@@ -272,5 +338,59 @@ impl Race {
             super::metrics::show_metrics(&r.metrics)
         ));
         parts.join("; ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decision::Decision;
+    use crate::time::Timestamp;
+
+    /// The contract's store, but with room for every key: it never gives
+    /// the overflow answer, one call at a time or not.
+    struct Unbounded(loom::sync::Mutex<BoundedModel>);
+
+    impl Bounded for Unbounded {
+        fn check(&self, key: &str, now: Timestamp) -> Decision {
+            self.0.lock().unwrap().check(key, now.as_nanos(), false)
+        }
+
+        fn sweep(&self, now: Timestamp) -> usize {
+            self.0.lock().unwrap().sweep(now.as_nanos())
+        }
+
+        fn keys_held(&self) -> usize {
+            self.0.lock().unwrap().held()
+        }
+    }
+
+    fn unbounded(
+        rule: Rule,
+        bounds: Bounds,
+    ) -> Result<Arc<dyn Bounded>, crate::decision::ConfigError> {
+        let roomy = Bounds::new(&bounds.policy, 100, bounds.overflow);
+        Ok(Arc::new(Unbounded(loom::sync::Mutex::new(
+            BoundedModel::new(rule, roomy),
+        ))))
+    }
+
+    /// A store whose answers are wrong one call at a time is said to be so,
+    /// with its first wrong answer against the contract's.
+    #[test]
+    fn wrong_answers_one_call_at_a_time_are_not_a_race() {
+        let race = Race::two_new_keys_and_one_slot(RuleKind::FixedWindow);
+        let e = crate::scenarios::explore_with("race".into(), move || race.breaks(unbounded))
+            .unwrap_err();
+        assert!(
+            e.contains(
+                "even one call at a time, these answers are not the contract's: thread 1: \
+                 check(\"c\", 1_000ns) answered allowed, 0 remaining; the contract says denied"
+            ),
+            "{e}"
+        );
+        assert!(!e.contains("one-at-a-time orders give one of these"), "{e}");
     }
 }

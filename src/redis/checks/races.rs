@@ -7,9 +7,13 @@ use super::RedisLesson;
 use crate::decision::Decision;
 use crate::redis::drive::{settings_on, Limiter, RuleKind};
 use crate::redis::proxy::Proxy;
+use crate::redis::proxy::Step;
 use crate::redis::server::RedisServer;
 use crate::render::call;
-use crate::scenarios::{compact, linearizable, linearizations, show_answers, Answers, Scenario};
+use crate::scenarios::{
+    compact, first_wrong_in_order, linearizable, linearizations, not_a_race, show_answers,
+    show_order, Answers, Scenario,
+};
 use crate::timeline::Request;
 use crate::watchdog::time_limit;
 
@@ -139,12 +143,30 @@ impl RedisLesson {
                 after,
             };
             if !linearizable(algorithm, s, &got) {
-                let mut text = format!(
-                    "In this order of Redis commands the answers match no one-at-a-time order of the same calls (a {} of limit {} and period {:?}; each app server is an instance of your limiter with a connection of its own):\n{}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
+                let setting = format!(
+                    "a {} of limit {} and period {:?}; each app server is an instance of your \
+                     limiter with a connection of its own",
                     kind.name(),
                     s.config.limit,
-                    s.config.period,
-                    show_answers(s, &got, "app server"),
+                    s.config.period
+                );
+                let answers = show_answers(s, &got, "app server");
+                let wrong = one_at_a_time(s, &steps).and_then(|order| {
+                    let w = first_wrong_in_order(algorithm, s, &got, &order, "app server")?;
+                    Some(not_a_race(
+                        &w,
+                        &show_order(s, &order, "app server"),
+                        "order of Redis commands",
+                    ))
+                });
+                if let Some(wrong) = wrong {
+                    return Err(format!(
+                        "{wrong}({setting})\n{answers}{}",
+                        self.schedule(&steps)
+                    ));
+                }
+                let mut text = format!(
+                    "In this order of Redis commands the answers match no one-at-a-time order of the same calls ({setting}):\n{answers}One-at-a-time orders give one of these (a call that comes late for its key in that order may also be denied):\n",
                 );
                 for a in &allowed {
                     text.push_str(&format!("  {}\n", compact(a, "app server")));
@@ -178,5 +200,58 @@ impl RedisLesson {
             kind.name()
         );
         Ok(())
+    }
+}
+
+/// The app servers' calls in the order their commands reached Redis, if
+/// no two overlapped: each server makes one call, and the commands of each
+/// came one after the other, none of another server's between them.
+fn one_at_a_time(s: &Scenario, steps: &[Step]) -> Option<Vec<(usize, usize)>> {
+    if s.threads.iter().any(|calls| calls.len() != 1) {
+        return None;
+    }
+    let mut order: Vec<usize> = Vec::new();
+    for step in steps {
+        if order.last() != Some(&step.client) {
+            if order.contains(&step.client) {
+                return None;
+            }
+            order.push(step.client);
+        }
+    }
+    (order.len() == s.threads.len()).then(|| order.into_iter().map(|c| (c, 0)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::proxy::Command;
+
+    fn steps(clients: &[usize]) -> Vec<Step> {
+        clients
+            .iter()
+            .map(|&client| Step {
+                client,
+                command: Command {
+                    raw: Vec::new(),
+                    args: vec![b"GET".to_vec(), b"k".to_vec()],
+                },
+                reply: "nil".into(),
+            })
+            .collect()
+    }
+
+    /// Servers whose commands come together ran one call at a time, in the
+    /// order their commands came; interleaved commands did not.
+    #[test]
+    fn calls_whose_commands_come_together_ran_one_at_a_time() {
+        let s = Scenario::burst();
+        assert_eq!(
+            one_at_a_time(&s, &steps(&[1, 1, 0, 0, 2])),
+            Some(vec![(1, 0), (0, 0), (2, 0)])
+        );
+        assert_eq!(one_at_a_time(&s, &steps(&[1, 0, 1, 0, 2])), None);
+        // A server that sent nothing cannot be placed.
+        assert_eq!(one_at_a_time(&s, &steps(&[1, 1, 0])), None);
     }
 }
