@@ -66,11 +66,15 @@ pub fn assert_snapshot(
 /// Whether insta writes the snapshot: it does not exist yet, or a
 /// maintainer asks for snapshots to be written.
 fn writing(file: &str) -> bool {
-    !std::path::Path::new(file).exists()
-        || matches!(
-            std::env::var("INSTA_UPDATE").as_deref(),
-            Ok("always" | "1" | "force" | "new" | "unseen")
-        )
+    !std::path::Path::new(file).exists() || update_asked()
+}
+
+/// Whether `INSTA_UPDATE` asks for snapshots to be written.
+fn update_asked() -> bool {
+    matches!(
+        std::env::var("INSTA_UPDATE").as_deref(),
+        Ok("always" | "1" | "force" | "new" | "unseen")
+    )
 }
 
 /// `new` against `old`, line by line: `  ` a line of both, `- ` one of
@@ -178,6 +182,10 @@ mod tests {
     /// when the drawing is right: accepting a wrong drawing cannot pass.
     #[test]
     fn a_snapshot_that_is_not_the_contract_s_fails() {
+        if update_asked() {
+            // A maintainer writing snapshots: insta puts the contract's back.
+            return;
+        }
         let contract = "a: allowed\nb: denied";
         let root = kata_with_snapshot("accepted", "a: allowed\nb: allowed");
         let root_text = root.to_str().unwrap().to_string();
