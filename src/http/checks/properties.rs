@@ -39,7 +39,7 @@ impl HttpLesson {
     /// that comes through the trusted chain keeps its key, and a directly
     /// connected client keeps its own.
     pub fn keys_cannot_be_forged(&self) {
-        if let Err((reason, case)) = falsify_forged_keys(self.ctx()) {
+        if let Some((reason, case)) = falsify_forged_keys(self.ctx()) {
             panic!(
                 "lesson {:02} ({}): property \"keys cannot be forged\" fails for {}.\nsmallest timeline found (with the forged parts): {:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
                 self.facts.number,
@@ -111,19 +111,16 @@ impl HttpLesson {
         name: &str,
         cases: u32,
         strategy: impl Strategy<Value = HttpTimeline>,
-        check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
+        check: Check,
     ) {
-        match falsify(self.ctx(), cases, strategy, check) {
-            Ok(()) => {}
-            Err((reason, timeline)) => {
-                panic!(
-                    "lesson {:02} ({}): property \"{name}\" fails for {}.\nsmallest timeline found: {timeline:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
-                    self.facts.number,
-                    self.facts.title,
-                    self.whose(),
-                    replay(self.facts.number, &timeline)
-                )
-            }
+        if let Some((reason, timeline)) = falsify(self.ctx(), cases, strategy, check) {
+            panic!(
+                "lesson {:02} ({}): property \"{name}\" fails for {}.\nsmallest timeline found: {timeline:?}\n\n{reason}\n\nreplay it beside the reference:\n  {}",
+                self.facts.number,
+                self.facts.title,
+                self.whose(),
+                replay(self.facts.number, &timeline)
+            )
         }
     }
 }
@@ -212,20 +209,23 @@ pub(super) fn inner_calls(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
     polled_then_called(ctx)
 }
 
+/// A property of one timeline: `Err` says what is wrong.
+pub(super) type Check = fn(Ctx, &HttpTimeline) -> Result<(), String>;
+
 /// Runs a property on generated timelines: its smallest failure found, if
 /// any (shrunk by proptest, then by dropping requests).
 pub(super) fn falsify(
     ctx: Ctx,
     cases: u32,
     strategy: impl Strategy<Value = HttpTimeline>,
-    check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
-) -> Result<(), (String, HttpTimeline)> {
-    run_property(ctx, cases, strategy, check)
-        .map_err(|(reason, timeline)| minimize(ctx, check, reason, timeline))
+    check: Check,
+) -> Option<(String, HttpTimeline)> {
+    let (reason, timeline) = run_property(ctx, cases, strategy, check).err()?;
+    Some(minimize(ctx, check, reason, timeline))
 }
 
 /// Runs "keys cannot be forged": its smallest failure found, if any.
-pub(super) fn falsify_forged_keys(ctx: Ctx) -> Result<(), (String, Forged)> {
+pub(super) fn falsify_forged_keys(ctx: Ctx) -> Option<(String, Forged)> {
     let strategy = gen::with_forged_prefixes(10).prop_map(|(t, prefixes)| {
         let calls = t
             .calls
@@ -239,19 +239,18 @@ pub(super) fn falsify_forged_keys(ctx: Ctx) -> Result<(), (String, Forged)> {
         };
         Forged { honest: t, forged }
     });
-    run_property(ctx, 256, strategy, forged_keys).map_err(|(reason, case)| {
-        drop_requests(
-            ctx,
-            forged_keys,
-            reason,
-            case,
-            |c| c.honest.calls.len(),
-            |c, i| {
-                c.honest.calls.remove(i);
-                c.forged.calls.remove(i);
-            },
-        )
-    })
+    let (reason, case) = run_property(ctx, 256, strategy, forged_keys).err()?;
+    Some(drop_requests(
+        ctx,
+        forged_keys,
+        reason,
+        case,
+        |c| c.honest.calls.len(),
+        |c, i| {
+            c.honest.calls.remove(i);
+            c.forged.calls.remove(i);
+        },
+    ))
 }
 
 /// A timeline and the same timeline with forged `X-Forwarded-For` prefixes.
@@ -459,12 +458,7 @@ fn run_property<T: std::fmt::Debug + Clone + Send + 'static>(
 }
 
 /// Drops requests one at a time while the check still fails.
-fn minimize(
-    ctx: Ctx,
-    check: fn(Ctx, &HttpTimeline) -> Result<(), String>,
-    reason: String,
-    t: HttpTimeline,
-) -> (String, HttpTimeline) {
+fn minimize(ctx: Ctx, check: Check, reason: String, t: HttpTimeline) -> (String, HttpTimeline) {
     drop_requests(
         ctx,
         check,

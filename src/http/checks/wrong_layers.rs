@@ -232,7 +232,7 @@ impl Service<Request<Body>> for WrongService {
 mod tests {
     use super::*;
     use crate::http::checks::properties::{
-        falsify, falsify_forged_keys, inner_calls, with_model, with_reference,
+        falsify, falsify_forged_keys, inner_calls, with_model, with_reference, Check,
     };
     use crate::http::checks::verdict::judge;
     use crate::http::drive::run;
@@ -381,7 +381,7 @@ mod tests {
     #[test]
     fn a_failure_shrinks_to_a_short_plain_chain() {
         let ctx = ctx(Flaw::Leftmost);
-        let checks: [(&str, fn(Ctx, &HttpTimeline) -> Result<(), String>, usize); 3] = [
+        let checks: [(&str, Check, usize); 3] = [
             ("agrees with the model", with_model, 14),
             ("agrees with the reference", with_reference, 14),
             (
@@ -391,12 +391,12 @@ mod tests {
             ),
         ];
         for (name, check, most) in checks {
-            let (reason, t) = falsify(ctx, 256, gen::timelines(most), check).unwrap_err();
+            let (reason, t) = falsify(ctx, 256, gen::timelines(most), check).expect(name);
             if let Err(e) = plain_chains(&t) {
                 panic!("{name}: {e}\n\n{t:?}\n\n{reason}");
             }
         }
-        let (reason, case) = falsify_forged_keys(ctx).unwrap_err();
+        let (reason, case) = falsify_forged_keys(ctx).expect("keys cannot be forged");
         if let Err(e) = plain_chains(&case.forged) {
             panic!(
                 "keys cannot be forged: {e}\n\n{:?}\n\n{reason}",
