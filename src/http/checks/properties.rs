@@ -199,12 +199,7 @@ pub(super) fn inner_calls(ctx: Ctx, t: &HttpTimeline) -> Result<(), String> {
         }
     }
     if got.unready_calls > 0 {
-        return Err(format!(
-            "the inner service was called {} without its own `poll_ready` first: \
-             `poll_ready` must delegate to the inner service (tower's contract: call only \
-             after ready).",
-            times(got.unready_calls)
-        ));
+        return Err(super::verdict::unready(got.unready_calls));
     }
     polled_then_called(ctx)
 }

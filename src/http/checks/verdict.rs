@@ -262,11 +262,7 @@ pub fn judge(algorithm: Algorithm, t: &HttpTimeline, got: &Run) -> Result<(), St
         ));
     }
     if got.unready_calls > 0 {
-        return Err(format!(
-            "the inner service was called {} without a `poll_ready` of its own first: \
-             `poll_ready` must delegate to the inner service.",
-            times(got.unready_calls)
-        ));
+        return Err(unready(got.unready_calls));
     }
     Ok(())
 }
@@ -388,4 +384,17 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
         }
     }
     None
+}
+
+/// The inner service was called `n` times without being made ready first:
+/// both ways a layer gets there, since either prints the same.
+pub(crate) fn unready(n: usize) -> String {
+    format!(
+        "the inner service was called {} without a `poll_ready` of its own first. Either the \
+         layer's `poll_ready` does not delegate to the inner service, or `call` calls another \
+         instance than the one `poll_ready` made ready: a clone of it has not been polled (take \
+         the ready one with `std::mem::replace`, leaving the clone in its place). Tower's \
+         contract: call a service only after it said it was ready.",
+        times(n)
+    )
 }
