@@ -1,15 +1,44 @@
-//! The class view (`cargo run -- class DIR`): a whole class at a glance,
-//! from the learners' reports (`*.json`, from `cargo run -- report --json`)
-//! or from their checkouts (folders with a `lessons/`), or both. A checkout is
-//! never touched: its lesson files are copied into a scratch copy of this
-//! kata, where its lessons run.
+//! The class view (`cargo run -- class PATH`): a whole class at a glance,
+//! from what a folder holds ([`found`]): learners' reports (`*.json`, from
+//! `cargo run -- report --json`), the artifacts their CI uploaded (zip
+//! archives, or the folders they unzip to, with a `report.json`), and
+//! learners' checkouts (folders with a `lessons/`). Reports are read, never
+//! run. A checkout is never written, and its lesson files, code a learner
+//! wrote, run in a sandbox ([`sandbox`], [`checkouts`]), or not at all unless
+//! the instructor says otherwise.
+
+mod checkouts;
+mod found;
+mod points;
+mod sandbox;
+mod view;
+mod zip;
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+pub use points::{Milestone, Milestones, Point};
+pub use sandbox::Limits;
+pub use view::{html, points_tables, table};
 
 use crate::report::{self, LessonReport, Report};
 use crate::runner::Entry;
+
+/// How checkouts run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub limits: Limits,
+    /// Run checkouts without a sandbox, with the instructor's rights
+    /// (`--run-untrusted-code-as-me`).
+    pub unsandboxed: bool,
+}
+
+/// A report, read, with its lessons' milestones.
+#[derive(Clone, Debug)]
+pub struct Reported {
+    pub report: Report,
+    pub milestones: Milestones,
+}
 
 /// A learner's reports, oldest first (several when the folder holds reports
 /// collected over time).
@@ -17,152 +46,125 @@ use crate::runner::Entry;
 pub struct Learner {
     pub name: String,
     pub reports: Vec<Report>,
+    /// The milestones of the latest report.
+    pub milestones: Milestones,
 }
 
 impl Learner {
     pub fn latest(&self) -> &Report {
         self.reports.last().expect("a learner has a report")
     }
+
+    /// Each milestone (or whole lesson) of the latest report, reached or not.
+    pub fn points(&self) -> Vec<Point> {
+        points::points(self.latest(), &self.milestones)
+    }
 }
 
-/// Reads every report and runs every checkout in `dir`; `progress` is told
-/// each checkout before it runs. An error is a sentence naming the file.
+/// What the class view shows.
+#[derive(Debug, Default)]
+pub struct Class {
+    pub learners: Vec<Learner>,
+    /// Checkouts that were not run, each with why (a sentence).
+    pub not_run: Vec<(String, String)>,
+    /// What was left out of the folder, each a sentence.
+    pub left_out: Vec<String>,
+    /// How the checkouts ran, when there were any: a sentence.
+    pub how: Option<String>,
+}
+
+/// A report's text, read: a sentence when it is not a report this kata
+/// reads.
+pub fn parse(text: &str) -> Result<Reported, String> {
+    match serde_json::from_str::<Report>(text) {
+        Ok(r) if r.schema == report::SCHEMA => Ok(Reported {
+            milestones: points::milestones(text),
+            report: r,
+        }),
+        Ok(r) => Err(format!(
+            "a report of schema {:?}; this kata reads {:?}",
+            r.schema,
+            report::SCHEMA
+        )),
+        Err(e) => Err(format!(
+            "not a report of `cargo run -- report --json` ({e})"
+        )),
+    }
+}
+
+/// Reads every report and artifact in `path` (a folder, one report or one
+/// archive) and runs every checkout in it as `options` say; `progress` is
+/// told what happens next. An error is a sentence naming the folder.
 pub fn collect(
     kata: &Path,
     lessons: &[Entry],
-    dir: &Path,
+    path: &Path,
+    options: &Options,
     mut progress: impl FnMut(&str),
-) -> Result<Vec<Learner>, String> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    let mut by_name: BTreeMap<String, Vec<Report>> = BTreeMap::new();
-    for path in entries {
-        let stem = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if path.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let report: Report = match serde_json::from_str::<Report>(&text) {
-                Ok(r) if r.schema == report::SCHEMA => r,
-                Ok(r) => {
-                    eprintln!(
-                        "left out {}: a report of schema {:?}; this kata reads {:?}",
-                        path.display(),
-                        r.schema,
-                        report::SCHEMA
-                    );
-                    continue;
-                }
-                Err(e) => {
-                    eprintln!(
-                        "left out {}: not a report of `cargo run -- report --json` ({e})",
-                        path.display()
-                    );
-                    continue;
-                }
-            };
-            // Reports of one learner collected over time share a name.
-            let name = report.learner.clone().unwrap_or(stem);
-            by_name.entry(name).or_default().push(report);
-        } else if path.join("lessons").is_dir() {
-            progress(&stem);
-            let report = run_checkout(kata, lessons, &path, &stem)?;
-            by_name.entry(stem).or_default().push(report);
+) -> Result<Class, String> {
+    let mut class = Class::default();
+    let mut by_name: BTreeMap<String, Vec<Reported>> = BTreeMap::new();
+    let mut checkouts = Vec::new();
+    for thing in found::search(path)? {
+        match thing {
+            found::Found::Report { origin, name, text } => match parse(&text) {
+                // Reports of one learner collected over time share a name.
+                Ok(reported) => by_name
+                    .entry(reported.report.learner.clone().unwrap_or(name))
+                    .or_default()
+                    .push(reported),
+                Err(why) => class.left_out.push(format!("left out {origin}: {why}")),
+            },
+            found::Found::Checkout { name, path } => checkouts.push((name, path)),
+            found::Found::LeftOut(why) => class.left_out.push(why),
         }
+    }
+    // A folder of reports alone runs nothing.
+    if !checkouts.is_empty() {
+        let ran = checkouts::run(kata, lessons, &checkouts, options, &mut progress)?;
+        for (name, reported) in ran.reports {
+            by_name.entry(name).or_default().push(reported);
+        }
+        class.not_run = ran.not_run;
+        class.left_out.extend(ran.left_out);
+        class.how = Some(ran.how);
     }
     if by_name.is_empty() {
-        return Err(format!(
-            "{} holds no report (*.json from `cargo run -- report --json`) and no checkout (a folder with lessons/)",
-            dir.display()
-        ));
+        return Err(match (class.not_run.first(), &class.how) {
+            (Some(_), Some(how)) => format!(
+                "{} holds {} checkout{} and no report, and none ran: {how}",
+                path.display(),
+                class.not_run.len(),
+                if class.not_run.len() == 1 { "" } else { "s" },
+            ),
+            _ => format!(
+                "{} holds no report (*.json from `cargo run -- report --json`, or a CI \
+                 artifact with one) and no checkout (a folder with lessons/)",
+                path.display()
+            ),
+        });
     }
-    Ok(by_name
+    class.learners = by_name
         .into_iter()
-        .map(|(name, mut reports)| {
-            reports.sort_by_key(|r| report::parse_utc(&r.when).unwrap_or(0));
-            Learner { name, reports }
+        .map(|(name, mut reported)| {
+            reported.sort_by_key(|r| report::parse_utc(&r.report.when).unwrap_or(0));
+            // The same report found twice (an archive and the folder it
+            // unzips to) counts once.
+            reported.dedup_by(|a, b| {
+                serde_json::to_string(&a.report).ok() == serde_json::to_string(&b.report).ok()
+            });
+            let milestones = reported
+                .last()
+                .map(|r| r.milestones.clone())
+                .unwrap_or_default();
+            Learner {
+                name,
+                reports: reported.into_iter().map(|r| r.report).collect(),
+                milestones,
+            }
         })
-        .collect())
-}
-
-/// Runs a learner's checkout in this kata's scratch copy
-/// (`target/class/kata`): their lesson files and hints are copied in, only
-/// when they differ, so unchanged lessons are neither rebuilt nor rerun.
-fn run_checkout(
-    kata: &Path,
-    lessons: &[Entry],
-    checkout: &Path,
-    name: &str,
-) -> Result<Report, String> {
-    let scratch = kata.join("target").join("class").join("kata");
-    // The kata's sources as they are now (a fix pulled since the last class
-    // view counts); only changed files are written, so nothing unchanged is
-    // rebuilt.
-    copy_kata(kata, &scratch)?;
-    for entry in lessons {
-        let theirs = std::fs::read(entry.file(checkout))
-            .or_else(|_| std::fs::read(entry.stub(kata)))
-            .map_err(|e| format!("cannot read {}: {e}", entry.file(checkout).display()))?;
-        write_if_changed(&entry.file(&scratch), &theirs)?;
-        let hints = format!(".kata/hints/{}", entry.name);
-        let shown = std::fs::read(checkout.join(&hints)).unwrap_or_default();
-        write_if_changed(&scratch.join(&hints), &shown)?;
-    }
-    let mut report = report::make(&scratch, lessons, Some(name.to_string()), |_| {});
-    report.commit = report::commit(checkout);
-    Ok(report)
-}
-
-fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    if std::fs::read(path).ok().as_deref() == Some(bytes) {
-        return Ok(());
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
-    }
-    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// The kata's sources, without build output, learners' state or git;
-/// files already there with the same bytes are left alone.
-fn copy_kata(from: &Path, to: &Path) -> Result<(), String> {
-    fn walk(from: &Path, to: &Path) -> Result<(), String> {
-        let entries =
-            std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            if [".git", "target", ".kata", "book"]
-                .iter()
-                .any(|n| name == *n)
-            {
-                continue;
-            }
-            let (src, dst) = (entry.path(), to.join(&name));
-            // The instructor's own lesson files and backups: each learner's
-            // are written in their place.
-            let text = name.to_string_lossy();
-            if from.ends_with("lessons")
-                && (text == "backups" || (text.starts_with("lesson_") && text.ends_with(".rs")))
-            {
-                continue;
-            }
-            if src.is_dir() {
-                walk(&src, &dst)?;
-            } else {
-                let bytes = std::fs::read(&src)
-                    .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
-                write_if_changed(&dst, &bytes)?;
-            }
-        }
-        Ok(())
-    }
-    walk(from, to)
+        .collect();
+    Ok(class)
 }
 
 /// Per lesson: how many learners passed, are failing, have not started.
@@ -194,6 +196,24 @@ fn lesson(report: &Report, number: u32) -> Option<&LessonReport> {
     report.lessons.iter().find(|l| l.number == number)
 }
 
+/// A lesson's milestones as the class reached them: `(number, title, how
+/// many learners reached it)`, from the learners' latest reports (the
+/// titles of the latest that lists them); empty for a lesson without.
+pub fn milestones_reached(number: u32, class: &[Learner]) -> Vec<(usize, String, usize)> {
+    let mut found: BTreeMap<usize, (String, usize)> = BTreeMap::new();
+    for learner in class {
+        for m in learner.milestones.get(&number).into_iter().flatten() {
+            let seen = found.entry(m.number).or_insert((m.title.clone(), 0));
+            seen.0 = m.title.clone();
+            seen.1 += usize::from(m.reached);
+        }
+    }
+    found
+        .into_iter()
+        .map(|(n, (title, count))| (n, title, count))
+        .collect()
+}
+
 /// The checks that fail most often, with the learners they fail for, most
 /// often first: `(lesson, check, learners)`.
 pub fn common_failures(class: &[Learner]) -> Vec<(u32, String, Vec<String>)> {
@@ -201,9 +221,11 @@ pub fn common_failures(class: &[Learner]) -> Vec<(u32, String, Vec<String>)> {
     for learner in class {
         for lesson in &learner.latest().lessons {
             for check in &lesson.failing {
-                seen.entry((lesson.number, check.name.clone()))
-                    .or_default()
-                    .push(learner.name.clone());
+                let who = seen.entry((lesson.number, check.name.clone())).or_default();
+                // A check listed twice fails once for its learner.
+                if who.last() != Some(&learner.name) {
+                    who.push(learner.name.clone());
+                }
             }
         }
     }
@@ -264,201 +286,89 @@ pub fn stuck(class: &[Learner]) -> Vec<(String, u32, String)> {
     out
 }
 
-/// The class as a terminal table.
-pub fn table(lessons: &[Entry], class: &[Learner]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "class of {} learners\n", class.len());
-    let width = lessons.iter().map(|l| l.title.len()).max().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "  {:<2}  {:<width$}  {:>6}  {:>7}  {:>11}",
-        "#", "lesson", "passed", "failing", "not started"
-    );
-    for (entry, t) in lessons.iter().zip(tallies(lessons, class)) {
-        let _ = writeln!(
-            out,
-            "  {:02}  {:<width$}  {:>6}  {:>7}  {:>11}",
-            entry.number, entry.title, t.passed, t.failing, t.not_started
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nwhere each learner stands (+ passed, x failing, ! does not compile, . not started)\n"
-    );
-    let name_width = class.iter().map(|l| l.name.len()).max().unwrap_or(0);
+/// What a sandbox refused, as the failures it caused say: a write where
+/// nothing may be written (a read-only file system) and a connection beyond
+/// the sandbox's loopback (a network unreachable), as an error displays
+/// itself or as `{:?}` shows it. `(learner, lesson, what, the failure)`. A
+/// refusal a lesson's code swallowed says nothing here.
+pub fn refused(class: &[Learner]) -> Vec<(String, u32, &'static str, String)> {
+    const SIGNS: [(&str, &str); 2] = [
+        (
+            "Read-only file system",
+            "a write outside its scratch folder",
+        ),
+        ("Network is unreachable", "a connection beyond its loopback"),
+    ];
+    let mut out = Vec::new();
     for learner in class {
-        let marks: String = lessons
-            .iter()
-            .map(
-                |e| match lesson(learner.latest(), e.number).map(|l| l.state.as_str()) {
-                    Some("passed") => '+',
-                    Some("does_not_compile") => '!',
-                    Some("failing") | Some("timed_out") => 'x',
-                    _ => '.',
-                },
-            )
-            .collect();
-        let _ = writeln!(out, "  {:<name_width$}  {marks}", learner.name);
-    }
-    let common = common_failures(class);
-    if !common.is_empty() {
-        let _ = writeln!(out, "\nchecks that fail most often\n");
-        for (lesson, check, who) in common.iter().take(10) {
-            let _ = writeln!(
-                out,
-                "  {:>2} × lesson {lesson:02} {check}: {}",
-                who.len(),
-                who.join(", ")
-            );
-        }
-    }
-    let stuck = stuck(class);
-    if !stuck.is_empty() {
-        let _ = writeln!(out, "\nwho may be stuck\n");
-        for (who, lesson, why) in &stuck {
-            let _ = writeln!(out, "  {who} on lesson {lesson:02}: {why}");
+        for lesson in &learner.latest().lessons {
+            let said = lesson
+                .first_failure
+                .iter()
+                .chain(&lesson.compiler_error)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ");
+            if let Some((_, what)) = SIGNS.iter().find(|(sign, _)| said.contains(sign)) {
+                out.push((learner.name.clone(), lesson.number, *what, said));
+            }
         }
     }
     out
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
-/// The class as one self-contained HTML page, for a projector.
-pub fn html(lessons: &[Entry], class: &[Learner]) -> String {
-    let mut page = String::from(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>ratelimit kata: the class</title>\n<style>\n\
-         body{font:18px/1.4 system-ui,sans-serif;margin:2em;color:#222;background:#fff}\n\
-         h1{font-size:1.6em}h2{font-size:1.2em;margin-top:1.6em}\n\
-         table{border-collapse:collapse}td,th{padding:.3em .7em;text-align:left}\n\
-         th{border-bottom:2px solid #999}\n\
-         .bar{display:flex;width:24em;height:1.3em;border:1px solid #999}\n\
-         .bar span{display:block;height:100%}\n\
-         .passed{background:#3a9d5d;color:#fff}.failing{background:#d9534f;color:#fff}\n\
-         .broken{background:#8e44ad;color:#fff}.not_started{background:#ddd;color:#555}\n\
-         td.cell{text-align:center;font-weight:bold;min-width:2.2em}\n\
-         .legend span{padding:.1em .5em;margin-right:.6em}\n\
-         </style></head><body>\n<h1>ratelimit kata: the class</h1>\n",
-    );
-    let _ = writeln!(page, "<p>{} learners</p>", class.len());
-    let _ = writeln!(page, "<h2>Per lesson</h2>\n<table><tr><th>#</th><th>lesson</th><th>passed</th><th>failing</th><th>not started</th><th></th></tr>");
-    let total = class.len().max(1);
-    for (entry, t) in lessons.iter().zip(tallies(lessons, class)) {
-        let pct = |n: usize| 100.0 * n as f64 / total as f64;
-        let _ = writeln!(
-            page,
-            "<tr><td>{:02}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td><div class=\"bar\"><span class=\"passed\" style=\"width:{:.1}%\"></span><span class=\"failing\" style=\"width:{:.1}%\"></span><span class=\"not_started\" style=\"width:{:.1}%\"></span></div></td></tr>",
-            entry.number,
-            escape(&entry.title),
-            t.passed,
-            t.failing,
-            t.not_started,
-            pct(t.passed),
-            pct(t.failing),
-            pct(t.not_started)
-        );
-    }
-    page.push_str("</table>\n<h2>Each learner</h2>\n<p class=\"legend\"><span class=\"passed\">passed</span><span class=\"failing\">failing</span><span class=\"broken\">does not compile</span><span class=\"not_started\">not started</span></p>\n<table><tr><th>learner</th>");
-    for entry in lessons {
-        let _ = write!(page, "<th>{:02}</th>", entry.number);
-    }
-    page.push_str("</tr>\n");
-    for learner in class {
-        let _ = write!(page, "<tr><td>{}</td>", escape(&learner.name));
-        for entry in lessons {
-            let l = lesson(learner.latest(), entry.number);
-            let state = l.map_or("not_started", |l| l.state.as_str());
-            let (class_name, mark) = match state {
-                "passed" => ("passed", "✓".to_string()),
-                "does_not_compile" => ("broken", "!".to_string()),
-                "failing" | "timed_out" => ("failing", l.map_or(0, |l| l.failed).to_string()),
-                _ => ("not_started", "·".to_string()),
-            };
-            let title = l
-                .and_then(|l| l.first_failure.as_ref().or(l.compiler_error.as_ref()))
-                .map(|t| escape(t))
-                .unwrap_or_else(|| state.replace('_', " "));
-            let _ = write!(
-                page,
-                "<td class=\"cell {class_name}\" title=\"{title}\">{mark}</td>"
-            );
-        }
-        page.push_str("</tr>\n");
-    }
-    page.push_str("</table>\n");
-    let common = common_failures(class);
-    if !common.is_empty() {
-        page.push_str("<h2>Checks that fail most often</h2>\n<table><tr><th>learners</th><th>lesson</th><th>check</th><th>who</th></tr>\n");
-        for (lesson, check, who) in common.iter().take(10) {
-            let _ = writeln!(
-                page,
-                "<tr><td>{}</td><td>{lesson:02}</td><td><code>{}</code></td><td>{}</td></tr>",
-                who.len(),
-                escape(check),
-                escape(&who.join(", "))
-            );
-        }
-        page.push_str("</table>\n");
-    }
-    let stuck = stuck(class);
-    if !stuck.is_empty() {
-        page.push_str("<h2>Who may be stuck</h2>\n<ul>\n");
-        for (who, lesson, why) in &stuck {
-            let _ = writeln!(
-                page,
-                "<li><b>{}</b> on lesson {lesson:02}: {}</li>",
-                escape(who),
-                escape(why)
-            );
-        }
-        page.push_str("</ul>\n");
-    }
-    page.push_str("</body></html>\n");
-    page
+/// A text from a report, fit for a terminal: its control characters (a
+/// report comes from a learner's machine or CI, and escape sequences could
+/// rewrite the instructor's screen) shown as `�`.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::FailingCheck;
 
-    fn entry(n: u32) -> Entry {
-        Entry {
-            number: n,
-            name: format!("lesson_{n:02}"),
-            title: format!("Lesson {n}"),
-            kind: kata_catalog::Kind::SharedLimiter,
-            milestones: Vec::new(),
-        }
+    /// The lessons of a catalog of `count` lessons, read as the runner reads
+    /// the kata's.
+    fn lessons(count: u32) -> Vec<Entry> {
+        let dir = std::env::temp_dir().join(format!("kata-class-{}-{count}", std::process::id()));
+        std::fs::create_dir_all(dir.join("lessons")).unwrap();
+        let toml: String = (1..=count)
+            .map(|n| {
+                format!(
+                    "[[lesson]]\nnumber = {n}\ntitle = \"Lesson {n}\"\nkind = \"shared-limiter\"\n\
+                     type = \"X\"\nalgorithm = \"FixedWindow\"\n\n"
+                )
+            })
+            .collect();
+        std::fs::write(dir.join("lessons/lessons.toml"), toml).unwrap();
+        let found = crate::runner::lessons(&dir).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        found
     }
 
     fn lesson_report(n: u32, state: &str, hints: usize, failure: Option<&str>) -> LessonReport {
-        LessonReport {
-            number: n,
-            name: format!("lesson_{n:02}"),
-            title: format!("Lesson {n}"),
-            state: state.into(),
-            file: "fnv1a64:0".into(),
-            hints_shown: hints,
-            checks: 3,
-            failed: usize::from(state == "failing"),
-            first_failure: failure.map(String::from),
-            compiler_error: None,
-            failing: if state == "failing" {
-                vec![FailingCheck {
-                    name: "keeps_the_limit".into(),
-                    kind: "property".into(),
-                }]
-            } else {
-                vec![]
-            },
-            milestones: Vec::new(),
-        }
+        let failing = if state == "failing" {
+            serde_json::json!([{ "name": "keeps_the_limit", "kind": "property" }])
+        } else {
+            serde_json::json!([])
+        };
+        serde_json::from_value(serde_json::json!({
+            "number": n,
+            "name": format!("lesson_{n:02}"),
+            "title": format!("Lesson {n}"),
+            "state": state,
+            "file": "fnv1a64:0",
+            "hints_shown": hints,
+            "checks": 3,
+            "failed": usize::from(state == "failing"),
+            "first_failure": failure,
+            "compiler_error": null,
+            "failing": failing,
+        }))
+        .unwrap()
     }
 
     fn report(who: &str, when: &str, lessons: Vec<LessonReport>) -> Report {
@@ -471,12 +381,20 @@ mod tests {
         }
     }
 
+    fn learner(name: &str, reports: Vec<Report>) -> Learner {
+        Learner {
+            name: name.into(),
+            reports,
+            milestones: Milestones::new(),
+        }
+    }
+
     #[test]
     fn tallies_common_failures_and_who_is_stuck() {
-        let lessons = [entry(1), entry(2)];
-        let ada = Learner {
-            name: "ada".into(),
-            reports: vec![
+        let lessons = lessons(2);
+        let ada = learner(
+            "ada",
+            vec![
                 report(
                     "ada",
                     "2026-12-01T10:00:00Z",
@@ -494,10 +412,10 @@ mod tests {
                     ],
                 ),
             ],
-        };
-        let bob = Learner {
-            name: "bob".into(),
-            reports: vec![report(
+        );
+        let bob = learner(
+            "bob",
+            vec![report(
                 "bob",
                 "2026-12-01T10:30:00Z",
                 vec![
@@ -505,11 +423,11 @@ mod tests {
                     lesson_report(2, "not_started", 0, None),
                 ],
             )],
-        };
+        );
         // Failed otherwise at first, then the same way for the last 20 minutes.
-        let cal = Learner {
-            name: "cal".into(),
-            reports: vec![
+        let cal = learner(
+            "cal",
+            vec![
                 report(
                     "cal",
                     "2026-12-01T09:00:00Z",
@@ -526,7 +444,7 @@ mod tests {
                     vec![lesson_report(1, "failing", 0, Some("b"))],
                 ),
             ],
-        };
+        );
         assert_eq!(
             stuck(&[cal]),
             vec![(
@@ -535,8 +453,8 @@ mod tests {
                 "the same failure for 20 min".to_string()
             )]
         );
-        let class = [ada, bob];
-        let t = tallies(&lessons, &class);
+        let learners = vec![ada, bob];
+        let t = tallies(&lessons, &learners);
         assert_eq!(
             t[0],
             Tally {
@@ -553,9 +471,9 @@ mod tests {
                 not_started: 1
             }
         );
-        let common = common_failures(&class);
+        let common = common_failures(&learners);
         assert_eq!(common[0].2.len(), 1);
-        let stuck = stuck(&class);
+        let stuck = stuck(&learners);
         assert!(
             stuck.contains(&("ada".into(), 2, "the same failure for 30 min".into())),
             "{stuck:?}"
@@ -564,8 +482,88 @@ mod tests {
             stuck.contains(&("bob".into(), 1, "2 hints".into())),
             "{stuck:?}"
         );
+        let class = Class {
+            learners,
+            ..Class::default()
+        };
         let page = html(&lessons, &class);
         assert!(page.contains("<td class=\"cell passed\"") && page.ends_with("</html>\n"));
-        assert!(table(&lessons, &class).contains("ada  +x"));
+        assert!(table(&lessons, &class).contains("ada  +x  1/2 points"));
+    }
+
+    #[test]
+    fn milestones_show_as_digits_and_points_and_refusals_are_named() {
+        let lessons = lessons(2);
+        let text = |who: &str, reached: [bool; 3], failure: &str| {
+            serde_json::json!({
+                "schema": report::SCHEMA, "learner": who, "when": "2026-12-01T10:00:00Z",
+                "commit": null,
+                "lessons": [
+                    serde_json::to_value(lesson_report(1, "failing", 0, Some(failure))).unwrap(),
+                    {
+                        "number": 2, "name": "lesson_02", "title": "Lesson 2",
+                        "state": if reached == [true; 3] { "passed" } else { "failing" },
+                        "file": "", "hints_shown": 0, "checks": 3, "failed": 1,
+                        "first_failure": "y", "compiler_error": null, "failing": [],
+                        "milestones": (1..=3).map(|k| serde_json::json!({
+                            "number": k, "title": format!("Step {k}"), "reached": reached[k - 1]
+                        })).collect::<Vec<_>>()
+                    }
+                ]
+            })
+            .to_string()
+        };
+        let read = |t: String| {
+            let r = parse(&t).unwrap();
+            Learner {
+                name: r.report.learner.clone().unwrap(),
+                reports: vec![r.report],
+                milestones: r.milestones,
+            }
+        };
+        let class = Class {
+            learners: vec![
+                read(text(
+                    "ada",
+                    [true, true, false],
+                    "examples::a: could not write /kata/x: Read-only file system (os error 30)",
+                )),
+                read(text(
+                    "bo\u{1b}[2J",
+                    [true, true, true],
+                    "examples::a: wrong",
+                )),
+            ],
+            how: Some("ran in a sandbox".into()),
+            not_run: vec![("cy".into(), "stopped after 1800 s".into())],
+            ..Class::default()
+        };
+        assert_eq!(
+            milestones_reached(2, &class.learners),
+            [
+                (1, "Step 1".into(), 2),
+                (2, "Step 2".into(), 2),
+                (3, "Step 3".into(), 1)
+            ]
+        );
+        let shown = table(&lessons, &class);
+        // Two milestones of three reached shows as 2; all of them as passed.
+        assert!(shown.contains("ada     x2  2/4 points"), "{shown}");
+        assert!(shown.contains("bo\u{fffd}[2J  x+  3/4 points"), "{shown}");
+        assert!(shown.contains("1: 2, 2: 2, 3: 1"), "{shown}");
+        assert!(shown.contains("checkouts: ran in a sandbox"), "{shown}");
+        assert!(shown.contains("cy: stopped after 1800 s"), "{shown}");
+        assert!(
+            shown.contains("ada on lesson 01, a write outside its scratch folder: examples::a: could not write"),
+            "{shown}"
+        );
+        let page = html(&lessons, &class);
+        assert!(page.contains("Step 3") && page.contains("2/4"), "{page}");
+        let points = points_tables(&class);
+        assert!(
+            points.contains("points of ada (2026-12-01T10:00:00Z): 2 of 4"),
+            "{points}"
+        );
+        assert!(points.contains("  02.3    Step 3     0/1"), "{points}");
     }
 }

@@ -107,15 +107,10 @@ enum Command {
         seconds: u32,
     },
     /// A whole class at a glance, for instructors: from a folder of reports
-    /// (`report --json` files) or of learners' checkouts, or both. Prints a
-    /// table and writes a self-contained HTML page.
-    Class {
-        /// The folder of reports and checkouts.
-        folder: PathBuf,
-        /// Where to write the page (default: FOLDER/class.html).
-        #[arg(long)]
-        html: Option<PathBuf>,
-    },
+    /// (`report --json` files), CI artifacts or learners' checkouts (run in a
+    /// sandbox), or all three. Prints a table and writes a self-contained
+    /// HTML page; with --points, each learner's points.
+    Class(commands::ClassArgs),
     /// Every lesson's state and failing checks, for instructors. Exits 0
     /// when every lesson started passes, 1 otherwise.
     Report {
@@ -164,7 +159,7 @@ fn main() -> ExitCode {
             }
             Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
             Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
-            Some(Command::Class { folder, html }) => class(&root, &lessons, &folder, html),
+            Some(Command::Class(args)) => class(&root, &lessons, args),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
             Some(Command::Serve { reference, port }) => serve(&root, &lessons, reference, port),
             Some(Command::Load { url, rate, seconds }) => load(&url, rate, seconds),
