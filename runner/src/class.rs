@@ -17,7 +17,7 @@ mod zip;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub use points::{Milestone, Milestones, Point};
+pub use points::Point;
 pub use sandbox::Limits;
 pub use view::{html, points_tables, table};
 
@@ -33,21 +33,12 @@ pub struct Options {
     pub unsandboxed: bool,
 }
 
-/// A report, read, with its lessons' milestones.
-#[derive(Clone, Debug)]
-pub struct Reported {
-    pub report: Report,
-    pub milestones: Milestones,
-}
-
 /// A learner's reports, oldest first (several when the folder holds reports
 /// collected over time).
 #[derive(Debug, Clone)]
 pub struct Learner {
     pub name: String,
     pub reports: Vec<Report>,
-    /// The milestones of the latest report.
-    pub milestones: Milestones,
 }
 
 impl Learner {
@@ -57,7 +48,7 @@ impl Learner {
 
     /// Each milestone (or whole lesson) of the latest report, reached or not.
     pub fn points(&self) -> Vec<Point> {
-        points::points(self.latest(), &self.milestones)
+        points::points(self.latest())
     }
 }
 
@@ -75,12 +66,9 @@ pub struct Class {
 
 /// A report's text, read: a sentence when it is not a report this kata
 /// reads.
-pub fn parse(text: &str) -> Result<Reported, String> {
+pub fn parse(text: &str) -> Result<Report, String> {
     match serde_json::from_str::<Report>(text) {
-        Ok(r) if r.schema == report::SCHEMA => Ok(Reported {
-            milestones: points::milestones(text),
-            report: r,
-        }),
+        Ok(r) if r.schema == report::SCHEMA => Ok(r),
         Ok(r) => Err(format!(
             "a report of schema {:?}; this kata reads {:?}",
             r.schema,
@@ -103,16 +91,16 @@ pub fn collect(
     mut progress: impl FnMut(&str),
 ) -> Result<Class, String> {
     let mut class = Class::default();
-    let mut by_name: BTreeMap<String, Vec<Reported>> = BTreeMap::new();
+    let mut by_name: BTreeMap<String, Vec<Report>> = BTreeMap::new();
     let mut checkouts = Vec::new();
     for thing in found::search(path)? {
         match thing {
             found::Found::Report { origin, name, text } => match parse(&text) {
                 // Reports of one learner collected over time share a name.
-                Ok(reported) => by_name
-                    .entry(reported.report.learner.clone().unwrap_or(name))
+                Ok(report) => by_name
+                    .entry(report.learner.clone().unwrap_or(name))
                     .or_default()
-                    .push(reported),
+                    .push(report),
                 Err(why) => class.left_out.push(format!("left out {origin}: {why}")),
             },
             found::Found::Checkout { name, path } => checkouts.push((name, path)),
@@ -122,8 +110,8 @@ pub fn collect(
     // A folder of reports alone runs nothing.
     if !checkouts.is_empty() {
         let ran = checkouts::run(kata, lessons, &checkouts, options, &mut progress)?;
-        for (name, reported) in ran.reports {
-            by_name.entry(name).or_default().push(reported);
+        for (name, report) in ran.reports {
+            by_name.entry(name).or_default().push(report);
         }
         class.not_run = ran.not_run;
         class.left_out.extend(ran.left_out);
@@ -146,22 +134,12 @@ pub fn collect(
     }
     class.learners = by_name
         .into_iter()
-        .map(|(name, mut reported)| {
-            reported.sort_by_key(|r| report::parse_utc(&r.report.when).unwrap_or(0));
+        .map(|(name, mut reports)| {
+            reports.sort_by_key(|r| report::parse_utc(&r.when).unwrap_or(0));
             // The same report found twice (an archive and the folder it
             // unzips to) counts once.
-            reported.dedup_by(|a, b| {
-                serde_json::to_string(&a.report).ok() == serde_json::to_string(&b.report).ok()
-            });
-            let milestones = reported
-                .last()
-                .map(|r| r.milestones.clone())
-                .unwrap_or_default();
-            Learner {
-                name,
-                reports: reported.into_iter().map(|r| r.report).collect(),
-                milestones,
-            }
+            reports.dedup_by(|a, b| serde_json::to_string(a).ok() == serde_json::to_string(b).ok());
+            Learner { name, reports }
         })
         .collect();
     Ok(class)
@@ -202,7 +180,8 @@ fn lesson(report: &Report, number: u32) -> Option<&LessonReport> {
 pub fn milestones_reached(number: u32, class: &[Learner]) -> Vec<(usize, String, usize)> {
     let mut found: BTreeMap<usize, (String, usize)> = BTreeMap::new();
     for learner in class {
-        for m in learner.milestones.get(&number).into_iter().flatten() {
+        let milestones = lesson(learner.latest(), number).map(|l| l.milestones.as_slice());
+        for m in milestones.unwrap_or_default() {
             let seen = found.entry(m.number).or_insert((m.title.clone(), 0));
             seen.0 = m.title.clone();
             seen.1 += usize::from(m.reached);
@@ -385,7 +364,6 @@ mod tests {
         Learner {
             name: name.into(),
             reports,
-            milestones: Milestones::new(),
         }
     }
 
@@ -515,11 +493,7 @@ mod tests {
         };
         let read = |t: String| {
             let r = parse(&t).unwrap();
-            Learner {
-                name: r.report.learner.clone().unwrap(),
-                reports: vec![r.report],
-                milestones: r.milestones,
-            }
+            learner(&r.learner.clone().unwrap(), vec![r])
         };
         let class = Class {
             learners: vec![

@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::sandbox::{self, Bubblewrap, Layout, Limits, Ran};
-use super::{Options, Reported};
-use crate::report;
+use super::Options;
+use crate::report::{self, Report};
 use crate::runner::Entry;
 
 /// The largest lesson file or hints file copied out of a checkout.
@@ -47,7 +47,7 @@ impl Digest {
 /// run with why, notes on files left out, and how they ran (a sentence).
 #[derive(Default)]
 pub struct Outcome {
-    pub reports: Vec<(String, Reported)>,
+    pub reports: Vec<(String, Report)>,
     pub not_run: Vec<(String, String)>,
     pub left_out: Vec<String>,
     pub how: String,
@@ -205,7 +205,7 @@ pub fn run(
 
 /// The report a run printed, with the commit of the checkout (its text, as
 /// kept, and read); or why there is none.
-fn reported(ran: &Ran, checkout: &Path) -> Result<(String, Reported), String> {
+fn reported(ran: &Ran, checkout: &Path) -> Result<(String, Report), String> {
     if let Some(why) = &ran.stopped {
         return Err(why.clone());
     }
@@ -396,7 +396,7 @@ fn unsandboxed(
     checkout: &Path,
     limits: &Limits,
     outcome: &mut Outcome,
-) -> Result<Reported, String> {
+) -> Result<Report, String> {
     let dir = scratch.join("unsandboxed");
     let mut theirs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for entry in lessons {

@@ -2,49 +2,12 @@
 //! 09) is worth a point for each milestone reached; a lesson without them
 //! is one milestone, reached when the lesson passes. The points come from a
 //! report alone (`report --json` lists each lesson's milestones and whether
-//! each is reached), so the table CI prints and the class view agree, and
-//! a report is read by a kata of any version.
+//! each is reached), so the table CI prints and the class view agree; a
+//! report made before milestones has a point per lesson.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Deserialize;
-
 use crate::report::Report;
-
-/// A milestone of a lesson, as a report gives it.
-#[derive(Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Milestone {
-    pub number: usize,
-    pub title: String,
-    pub reached: bool,
-}
-
-/// Each lesson's milestones, by lesson number, as a report's text lists
-/// them (none for a lesson without, or for a report that predates them).
-pub type Milestones = BTreeMap<u32, Vec<Milestone>>;
-
-/// The milestones of a report's text; an unreadable text has none.
-pub fn milestones(report: &str) -> Milestones {
-    #[derive(Deserialize)]
-    struct Lesson {
-        number: u32,
-        #[serde(default)]
-        milestones: Option<Vec<Milestone>>,
-    }
-    #[derive(Deserialize)]
-    struct Lessons {
-        lessons: Vec<Lesson>,
-    }
-    serde_json::from_str::<Lessons>(report)
-        .map(|r| {
-            r.lessons
-                .into_iter()
-                .filter_map(|l| Some((l.number, l.milestones.filter(|m| !m.is_empty())?)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// One line of the points table: a milestone (or a whole lesson) and
 /// whether it was reached.
@@ -68,23 +31,23 @@ impl Point {
 }
 
 /// A point per milestone of each lesson of the report, in order.
-pub fn points(report: &Report, milestones: &Milestones) -> Vec<Point> {
+pub fn points(report: &Report) -> Vec<Point> {
     let mut out = Vec::new();
     for lesson in &report.lessons {
-        match milestones.get(&lesson.number) {
-            Some(list) => out.extend(list.iter().map(|m| Point {
-                lesson: lesson.number,
-                milestone: Some(m.number),
-                title: m.title.clone(),
-                reached: m.reached,
-            })),
-            None => out.push(Point {
+        if lesson.milestones.is_empty() {
+            out.push(Point {
                 lesson: lesson.number,
                 milestone: None,
                 title: lesson.title.clone(),
                 reached: lesson.state == "passed",
-            }),
+            });
         }
+        out.extend(lesson.milestones.iter().map(|m| Point {
+            lesson: lesson.number,
+            milestone: Some(m.number),
+            title: m.title.clone(),
+            reached: m.reached,
+        }));
     }
     out
 }
@@ -96,8 +59,8 @@ pub fn score(points: &[Point]) -> (usize, usize) {
 
 /// The points table CI prints (`cargo run -- class report.json --points`):
 /// every milestone with its point, and the total.
-pub fn table(who: &str, report: &Report, milestones: &Milestones) -> String {
-    let points = points(report, milestones);
+pub fn table(who: &str, report: &Report) -> String {
+    let points = points(report);
     let (reached, of) = score(&points);
     let mut out = String::new();
     let commit = report
@@ -144,13 +107,11 @@ mod tests {
               {"number":7,"name":"lesson_07","title":"The layer","state":"failing","file":"","hints_shown":0,"checks":3,"failed":1,"first_failure":"x","compiler_error":null,"failing":[],
                "milestones":[{"number":1,"title":"The policy and the 429","reached":true},{"number":2,"title":"The client's key","reached":false}]}]}"#;
         let report: Report = serde_json::from_str(text).unwrap();
-        let milestones = milestones(text);
-        assert_eq!(milestones.len(), 1, "{milestones:?}");
-        let points = points(&report, &milestones);
+        let points = points(&report);
         let labels: Vec<String> = points.iter().map(Point::label).collect();
         assert_eq!(labels, ["01", "02", "07.1", "07.2"]);
         assert_eq!(score(&points), (2, 4));
-        let shown = table("ada", &report, &milestones);
+        let shown = table("ada", &report);
         assert!(
             shown
                 .starts_with("points of ada (2026-12-01T10:00:00Z, commit 0123456789ab): 2 of 4\n"),
@@ -164,7 +125,5 @@ mod tests {
             shown.ends_with("  total                                2/4\n"),
             "{shown}"
         );
-        // A report of a kata before milestones reads as one per lesson.
-        assert!(super::milestones("not json").is_empty());
     }
 }

@@ -18,10 +18,8 @@ fn mark(learner: &Learner, entry: &Entry) -> char {
         Some("passed") => '+',
         Some("does_not_compile") => '!',
         Some("failing") | Some("timed_out") => {
-            let reached = learner
-                .milestones
-                .get(&entry.number)
-                .map_or(0, |m| m.iter().filter(|m| m.reached).count());
+            let reached = lesson(learner.latest(), entry.number)
+                .map_or(0, |l| l.milestones.iter().filter(|m| m.reached).count());
             match reached {
                 1..=9 => char::from_digit(reached as u32, 10).unwrap_or('x'),
                 _ => 'x',
@@ -135,7 +133,7 @@ pub fn points_tables(class: &Class) -> String {
     class
         .learners
         .iter()
-        .map(|l| super::points::table(&l.name, l.latest(), &l.milestones))
+        .map(|l| super::points::table(&l.name, l.latest()))
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -189,6 +189,9 @@ fn lesson_files_that_write_outside_or_call_out_are_stopped_and_reported() {
     attacking_checkout(&folder, port);
     let in_kata = kata.join("target/class/kata/escaped");
     let _ = std::fs::remove_file(&in_kata);
+    // Every run runs: nothing kept from an earlier one.
+    let _ = std::fs::remove_dir_all(kata.join("target/class/learners"));
+    let _ = std::fs::remove_dir_all(kata.join("target/class/unsandboxed/.kata"));
 
     let run = class(
         &kata,
