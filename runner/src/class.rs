@@ -12,6 +12,7 @@ mod found;
 mod points;
 mod sandbox;
 mod view;
+pub mod workflow;
 mod zip;
 
 use std::collections::BTreeMap;
