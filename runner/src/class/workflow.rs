@@ -118,7 +118,10 @@ jobs:
     timeout-minutes: 90
     steps:
       - name: Checkout code
-        uses: actions/checkout@v4
+        uses: actions/checkout@v7
+        with:
+          # The learner's code runs in this job: it gets no token.
+          persist-credentials: false
 
       - name: Has a lesson started?
         id: started
@@ -147,7 +150,7 @@ jobs:
 
       - name: Upload the report
         if: always() && {started}
-        uses: actions/upload-artifact@v4
+        uses: actions/upload-artifact@v7
         with:
           name: report-${{{{ github.event.repository.name }}}}
           path: report.json
