@@ -110,7 +110,7 @@ pub fn collect(
     }
     // A folder of reports alone runs nothing.
     if !checkouts.is_empty() {
-        let ran = checkouts::run(kata, lessons, &checkouts, options, &mut progress)?;
+        let ran = checkouts::run(kata, lessons, path, &checkouts, options, &mut progress)?;
         for (name, report) in ran.reports {
             by_name.entry(name).or_default().push(report);
         }

@@ -53,11 +53,12 @@ pub struct Outcome {
     pub how: String,
 }
 
-/// Runs every checkout (name, folder) as `options` say; `progress` is told
-/// what happens next.
+/// Runs every checkout (name, folder) of the class `folder` as `options`
+/// say; `progress` is told what happens next.
 pub fn run(
     kata: &Path,
     lessons: &[Entry],
+    folder: &Path,
     checkouts: &[(String, PathBuf)],
     options: &Options,
     progress: &mut dyn FnMut(&str),
@@ -94,18 +95,17 @@ pub fn run(
             limits.memory_mib,
             limits.time.as_secs()
         );
+        let unsandboxed = Unsandboxed {
+            kata,
+            lessons,
+            folder,
+            scratch: &scratch,
+            exe: &exe,
+            limits,
+        };
         for (name, checkout) in checkouts {
             progress(&format!("running the lessons of {name}, unsandboxed"));
-            match unsandboxed(
-                kata,
-                lessons,
-                &scratch,
-                &exe,
-                name,
-                checkout,
-                limits,
-                &mut outcome,
-            ) {
+            match unsandboxed.run(name, checkout, &mut outcome) {
                 Ok(reported) => outcome.reports.push((name.clone(), reported)),
                 Err(why) => outcome.not_run.push((name.clone(), why)),
             }
@@ -120,7 +120,7 @@ pub fn run(
     );
     let pristine = scratch.join("kata");
     let stubs = |entry: &Entry| std::fs::read(entry.stub(kata)).unwrap_or_default();
-    let kata_digest = sync_kata(kata, &pristine, lessons, &stubs)?;
+    let kata_digest = sync_kata(kata, &pristine, folder, lessons, &stubs)?;
     let mut base: Option<Result<(), String>> = None;
     for (name, checkout) in checkouts {
         let dir = scratch.join("learners").join(slug(name));
@@ -384,62 +384,63 @@ fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join(" / ")
 }
 
-/// Runs a checkout without a sandbox, in `target/class/unsandboxed` (the
-/// kata with the learner's files written in), as the runner always did.
-#[allow(clippy::too_many_arguments)]
-fn unsandboxed(
-    kata: &Path,
-    lessons: &[Entry],
-    scratch: &Path,
-    exe: &Path,
-    name: &str,
-    checkout: &Path,
-    limits: &Limits,
-    outcome: &mut Outcome,
-) -> Result<Report, String> {
-    let dir = scratch.join("unsandboxed");
-    let mut theirs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
-    for entry in lessons {
-        let stub = std::fs::read(entry.stub(kata)).unwrap_or_default();
-        let inside = format!("lessons/{}.rs", entry.name);
-        let bytes = match read_plain(checkout, &inside) {
-            Ok(Some(bytes)) => bytes,
-            Ok(None) => stub,
-            Err(why) => {
-                outcome
-                    .left_out
-                    .push(format!("{name}: {why}; taken as the stub"));
-                stub
-            }
-        };
-        theirs.insert(entry.name.clone(), bytes);
+/// What runs checkouts without a sandbox, in `target/class/unsandboxed`
+/// (the kata with the learner's files written in), as the runner always did.
+struct Unsandboxed<'a> {
+    kata: &'a Path,
+    lessons: &'a [Entry],
+    folder: &'a Path,
+    scratch: &'a Path,
+    exe: &'a Path,
+    limits: &'a Limits,
+}
+
+impl Unsandboxed<'_> {
+    fn run(&self, name: &str, checkout: &Path, outcome: &mut Outcome) -> Result<Report, String> {
+        let dir = self.scratch.join("unsandboxed");
+        let mut theirs: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for entry in self.lessons {
+            let stub = std::fs::read(entry.stub(self.kata)).unwrap_or_default();
+            let inside = format!("lessons/{}.rs", entry.name);
+            let bytes = match read_plain(checkout, &inside) {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => stub,
+                Err(why) => {
+                    outcome
+                        .left_out
+                        .push(format!("{name}: {why}; taken as the stub"));
+                    stub
+                }
+            };
+            theirs.insert(entry.name.clone(), bytes);
+        }
+        let files = |entry: &Entry| theirs.get(&entry.name).cloned().unwrap_or_default();
+        sync_kata(self.kata, &dir, self.folder, self.lessons, &files)?;
+        for entry in self.lessons {
+            let hints = format!(".kata/hints/{}", entry.name);
+            let shown = read_plain(checkout, &hints)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            write_if_changed(&dir.join(&hints), &shown)?;
+        }
+        let mut command = std::process::Command::new(self.exe);
+        command
+            .args(["--root"])
+            .arg(&dir)
+            .args(["report", "--json", "--name", name])
+            .env_remove("KATA_ROOT")
+            .env_remove("KATA_SUBJECT")
+            .env(
+                "KATA_RUN_LIMIT_SECS",
+                crate::suite::run_limit()
+                    .min(self.limits.time)
+                    .as_secs()
+                    .to_string(),
+            );
+        let ran = sandbox::run(command, self.limits);
+        reported(&ran, checkout).map(|(_, reported)| reported)
     }
-    let files = |entry: &Entry| theirs.get(&entry.name).cloned().unwrap_or_default();
-    sync_kata(kata, &dir, lessons, &files)?;
-    for entry in lessons {
-        let hints = format!(".kata/hints/{}", entry.name);
-        let shown = read_plain(checkout, &hints)
-            .ok()
-            .flatten()
-            .unwrap_or_default();
-        write_if_changed(&dir.join(&hints), &shown)?;
-    }
-    let mut command = std::process::Command::new(exe);
-    command
-        .args(["--root"])
-        .arg(&dir)
-        .args(["report", "--json", "--name", name])
-        .env_remove("KATA_ROOT")
-        .env_remove("KATA_SUBJECT")
-        .env(
-            "KATA_RUN_LIMIT_SECS",
-            crate::suite::run_limit()
-                .min(limits.time)
-                .as_secs()
-                .to_string(),
-        );
-    let ran = sandbox::run(command, limits);
-    reported(&ran, checkout).map(|(_, reported)| reported)
 }
 
 /// A name fit for a folder: its letters, digits, `.`, `-` and `_`, and a
@@ -502,13 +503,16 @@ fn write_if_changed(path: &Path, bytes: &[u8]) -> Result<(), String> {
 
 /// Makes `to` the kata's sources as they are now (a fix pulled since the
 /// last class view counts), without build output, learners' state or git,
-/// each lesson file as `lesson_file` gives it; only changed files are
-/// written (so nothing unchanged is rebuilt) and files gone from the kata
-/// go. Returns a hash of everything written, and makes the empty folders
-/// the sandbox lays the build and the runner's memory over.
+/// nor a class folder or a learner's checkout kept inside the kata (every
+/// sandbox would see them), each lesson file as `lesson_file` gives it; only
+/// changed files are written (so nothing unchanged is rebuilt) and files
+/// gone from the kata go. Returns a hash of everything written, and makes
+/// the empty folders the sandbox lays the build and the runner's memory
+/// over.
 fn sync_kata(
     from: &Path,
     to: &Path,
+    class: &Path,
     lessons: &[Entry],
     lesson_file: &dyn Fn(&Entry) -> Vec<u8>,
 ) -> Result<u64, String> {
@@ -516,6 +520,7 @@ fn sync_kata(
         from: &Path,
         to: &Path,
         relative: &str,
+        skip: &Path,
         kept: &mut BTreeMap<String, Vec<u8>>,
     ) -> Result<(), String> {
         let entries =
@@ -542,7 +547,12 @@ fn sync_kata(
             };
             let src = entry.path();
             if src.is_dir() {
-                walk(&src, &to.join(&name), &inner, kept)?;
+                // Another folder with lessons/ is a checkout, not the kata.
+                let class = src.canonicalize().ok().as_deref() == Some(skip);
+                if class || src.join("lessons").is_dir() {
+                    continue;
+                }
+                walk(&src, &to.join(&name), &inner, skip, kept)?;
             } else {
                 let bytes = std::fs::read(&src)
                     .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
@@ -552,7 +562,8 @@ fn sync_kata(
         Ok(())
     }
     let mut files = BTreeMap::new();
-    walk(from, to, "", &mut files)?;
+    let skip = class.canonicalize().unwrap_or_else(|_| class.to_path_buf());
+    walk(from, to, "", &skip, &mut files)?;
     for entry in lessons {
         files.insert(format!("lessons/{}.rs", entry.name), lesson_file(entry));
     }
@@ -634,6 +645,50 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pristine_kata_leaves_out_checkouts_and_the_class_and_follows_removals() {
+        let dir = std::env::temp_dir().join(format!("kata-sync-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (kata, to) = (dir.join("kata"), dir.join("copy"));
+        for (path, text) in [
+            ("Cargo.toml", "[package]"),
+            ("lessons/lesson_01.rs", "the instructor's own"),
+            ("src/lib.rs", "pub fn a() {}"),
+            ("src/gone.rs", "soon gone"),
+            ("class/notes.json", "{}"),
+            ("mine/bob/lessons/lesson_01.rs", "bob's"),
+            ("target/debug/x", "built"),
+        ] {
+            let path = kata.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let stub = |_: &Entry| b"the stub".to_vec();
+        let lessons =
+            crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
+                .unwrap()
+                .into_iter()
+                .take(1)
+                .collect::<Vec<_>>();
+        let first = sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
+        let read = |path: &str| std::fs::read_to_string(to.join(path)).ok();
+        assert_eq!(read("lessons/lesson_01.rs").as_deref(), Some("the stub"));
+        assert_eq!(read("src/gone.rs").as_deref(), Some("soon gone"));
+        for left_out in [
+            "class/notes.json",
+            "mine/bob/lessons/lesson_01.rs",
+            "target/debug/x",
+        ] {
+            assert_eq!(read(left_out), None, "{left_out}");
+        }
+        assert!(to.join("target").is_dir() && to.join(".kata").is_dir());
+        std::fs::remove_file(kata.join("src/gone.rs")).unwrap();
+        let second = sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
+        assert_eq!(read("src/gone.rs"), None);
+        assert_ne!(first, second);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn a_checkout_s_commit_is_read_without_git_and_names_get_their_own_folder() {
