@@ -313,7 +313,10 @@ mod tests {
     /// The lessons of a catalog of `count` lessons, read as the runner reads
     /// the kata's.
     fn lessons(count: u32) -> Vec<Entry> {
-        let dir = std::env::temp_dir().join(format!("kata-class-{}-{count}", std::process::id()));
+        // A folder of its own for each call: the tests run at once.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("kata-class-{}-{call}", std::process::id()));
         std::fs::create_dir_all(dir.join("lessons")).unwrap();
         let toml: String = (1..=count)
             .map(|n| {
