@@ -144,6 +144,7 @@ pub fn run(
                 .add(&std::fs::read(file).unwrap_or_default());
         }
         digest.add(&prepared.hints);
+        digest.add(commit_of(checkout).unwrap_or_default().as_bytes());
         let inputs = format!("{:016x}", digest.0);
         let kept = dir.join("report.json");
         if std::fs::read_to_string(dir.join("inputs")).ok().as_deref() == Some(inputs.as_str()) {
