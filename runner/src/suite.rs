@@ -574,9 +574,52 @@ fn results(output: &str) -> Vec<(String, bool)> {
     tests
 }
 
+/// An example's name as words: `case_03_a_window_of_u64_max` → `a window
+/// of u64 max`, and a possessive written as one (`a_new_key_s_bucket` → `a
+/// new key's bucket`), since a test's name cannot hold an apostrophe.
+pub fn readable_example(name: &str) -> String {
+    let readable = name.split_once('_').map_or(name, |(_, rest)| rest);
+    let readable = readable.split_once('_').map_or(readable, |(n, rest)| {
+        if n.chars().all(|c| c.is_ascii_digit()) {
+            rest
+        } else {
+            readable
+        }
+    });
+    let words: Vec<&str> = readable.split('_').collect();
+    let mut out = String::new();
+    for (i, word) in words.iter().enumerate() {
+        if *word == "s" && i > 0 {
+            out.push_str("'s");
+        } else {
+            if i > 0 {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_example_reads_as_words_with_its_possessives() {
+        assert_eq!(
+            readable_example("case_03_a_window_of_u64_max"),
+            "a window of u64 max"
+        );
+        assert_eq!(
+            readable_example("case_1_a_new_key_s_bucket_is_full"),
+            "a new key's bucket is full"
+        );
+        assert_eq!(
+            readable_example("case_02_retry_after_is_the_limiter_s_wait_even_past_the_window"),
+            "retry after is the limiter's wait even past the window"
+        );
+    }
 
     /// A stand-in for a test binary: lists three tests, passes the first
     /// and dies by SIGSEGV.

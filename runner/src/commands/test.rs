@@ -104,7 +104,7 @@ pub fn summarize(root: &Path, entry: &Entry, details: bool, reach: Reach) -> Exi
     if !examples.is_empty() {
         println!("\nfailing examples:");
         for name in examples {
-            println!("  {}", readable_example(name));
+            println!("  {}", suite::readable_example(name));
         }
     }
     if details {
@@ -192,17 +192,4 @@ fn not_run(
         [first, .., last] => parts.push(format!("milestones {first} to {last}")),
     }
     format!("  not run: {} ({why})", parts.join("; "))
-}
-
-/// `case_3_a_window_of_u64_max` → `a window of u64 max`.
-fn readable_example(name: &str) -> String {
-    let readable = name.split_once('_').map_or(name, |(_, rest)| rest);
-    let readable = readable.split_once('_').map_or(readable, |(n, rest)| {
-        if n.chars().all(|c| c.is_ascii_digit()) {
-            rest
-        } else {
-            readable
-        }
-    });
-    readable.replace('_', " ")
 }
