@@ -2,7 +2,7 @@
 //! snapshots, or printed beside the reference's answers (`cargo run --
 //! compare`).
 
-use super::judge::divergence;
+use super::judge::{divergence, invariant, probe};
 use super::runs::{run_partial, run_watched};
 use super::{Lesson, DEFAULT_COMPARISON};
 use crate::decision::Decision;
@@ -87,7 +87,40 @@ impl Lesson {
                     &reference
                 )
             ),
-            None => println!(
+            None => println!("{}", self.judged_apart(&timeline, &yours, &reference)),
+        }
+    }
+
+    /// What to say of answers that equal the reference's wherever the
+    /// contract fixes one answer. A late request (or one past the exact
+    /// horizon) may be answered more than one way: there the checks judge
+    /// the answers by the contract's rules (the limit kept, `remaining` and
+    /// `retry_after` meaning what they say), and so does this.
+    fn judged_apart(
+        &self,
+        timeline: &Timeline,
+        yours: &[Decision],
+        reference: &[Decision],
+    ) -> String {
+        let ctx = self.ctx();
+        let judged = invariant(ctx, timeline, yours).and_then(|()| probe(ctx, timeline));
+        let differs = (0..timeline.requests.len()).find(|&i| yours.get(i) != reference.get(i));
+        match (judged, differs) {
+            (Err(broken), _) => format!(
+                "your answers are the reference's wherever the contract fixes one answer, but \
+                 where it allows more than one (a late request, or one past the exact horizon) \
+                 they break the contract's rules:\n{broken}"
+            ),
+            (Ok(()), Some(i)) => {
+                format!(
+                "{}\nThe contract allows more than one answer there (a late request, or one past \
+                 the exact horizon), and yours keeps its rules on this timeline. (Other timelines \
+                 may still tell them apart: `cargo run -- test {}` runs every check.)",
+                divergence(timeline, i, &self.whose(), yours, "the reference", reference),
+                self.facts.number
+            )
+            }
+            (Ok(()), None) => format!(
                 "no difference on this timeline: your answers are the reference's here. (Other \
                  timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
                 self.facts.number

@@ -320,6 +320,27 @@ fn compare_says_when_the_timeline_shows_nothing_but_checks_fail() {
 }
 
 #[test]
+fn compare_judges_late_requests_by_the_contracts_rules() {
+    let _one = serial();
+    // Request #2 is late (at 3 after 5): the contract does not fix its
+    // answer, but the wait it gives must be the shortest, and a whole
+    // window's wait is not.
+    let run = runner(&["compare", "2", "L=1 W=10ns: a@5 a@3"]);
+    assert!(
+        !run.out.contains("no difference on this timeline"),
+        "{}{}",
+        run.out,
+        run.err
+    );
+    assert!(
+        run.out.contains("where it allows more than one (a late request"),
+        "{}",
+        run.out
+    );
+    assert!(run.out.contains("must be the shortest wait"), "{}", run.out);
+}
+
+#[test]
 fn compare_fails_with_the_table_when_the_limiter_hangs() {
     let _one = serial();
     let run = runner(&["compare", "4", "a@0 a@1"]);
