@@ -207,6 +207,16 @@ pub(crate) fn not_a_race(first_wrong: &str, order: &str, schedule: &str) -> Stri
     )
 }
 
+/// One of the scenario's callers by name: threads counted from 0, as loom
+/// counts them (thread 0 is the main thread), app servers from 1.
+pub(crate) fn caller(who: &str, t: usize) -> String {
+    if who == "thread" {
+        format!("{who} {t}")
+    } else {
+        format!("{who} {}", t + 1)
+    }
+}
+
 /// The threads' calls in `order`: `thread 1 check("k", 0ns), then thread 0
 /// check("k", 0ns)`.
 pub(crate) fn show_order(s: &Scenario, order: &[(usize, usize)], who: &str) -> String {
@@ -214,7 +224,7 @@ pub(crate) fn show_order(s: &Scenario, order: &[(usize, usize)], who: &str) -> S
         .iter()
         .map(|&(t, i)| {
             let r = &s.threads[t][i];
-            format!("{who} {t} {}", call(&r.key, r.now))
+            format!("{} {}", caller(who, t), call(&r.key, r.now))
         })
         .collect::<Vec<_>>()
         .join(", then ")
@@ -253,9 +263,13 @@ pub(crate) fn first_wrong_in_order(
         }
     };
     let before = s.before.iter().zip(&got.before);
-    let threads = order
-        .iter()
-        .map(|&(t, i)| (format!("{who} {t}: "), &s.threads[t][i], &got.threads[t][i]));
+    let threads = order.iter().map(|&(t, i)| {
+        (
+            format!("{}: ", caller(who, t)),
+            &s.threads[t][i],
+            &got.threads[t][i],
+        )
+    });
     let after = s.after.iter().zip(&got.after);
     before
         .map(|(r, a)| ("before the threads: ".to_string(), r, a))
@@ -440,7 +454,7 @@ pub(crate) fn show_answers(s: &Scenario, a: &Answers, who: &str) -> String {
         let label = if t == 0 && who == "thread" {
             "thread 0 (main):".to_string()
         } else {
-            format!("{who} {t}:")
+            format!("{}:", caller(who, t))
         };
         out.push_str(&format!("  {label:<20} {}\n", line(reqs, &a.threads[t])));
     }
@@ -464,7 +478,7 @@ pub(crate) fn compact(a: &Answers, who: &str) -> String {
         .threads
         .iter()
         .enumerate()
-        .map(|(t, ds)| format!("{who} {t}: {}", join(ds)))
+        .map(|(t, ds)| format!("{}: {}", caller(who, t), join(ds)))
         .collect();
     if !a.after.is_empty() {
         parts.push(format!("after: {}", join(&a.after)));
@@ -753,6 +767,27 @@ pub fn explore_with(
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn app_servers_count_from_one_and_threads_as_loom_does() {
+        let s = Scenario::burst();
+        assert_eq!(
+            show_order(&s, &[(1, 0), (0, 0)], "app server"),
+            "app server 2 check(\"k\", 0ns), then app server 1 check(\"k\", 0ns)"
+        );
+        assert_eq!(
+            show_order(&s, &[(1, 0), (0, 0)], "thread"),
+            "thread 1 check(\"k\", 0ns), then thread 0 check(\"k\", 0ns)"
+        );
+        let got = Answers {
+            before: vec![],
+            threads: vec![vec![Decision::Allowed { remaining: 1 }]; 3],
+            after: vec![],
+        };
+        assert!(show_answers(&s, &got, "app server").contains("  app server 1:"));
+        assert!(!show_answers(&s, &got, "app server").contains("app server 0"));
+        assert!(compact(&got, "app server").starts_with("app server 1: "));
+    }
 
     /// A fixed window that admits one request too many: wrong whatever
     /// the order of its calls, each under a lock.

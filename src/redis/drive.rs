@@ -92,7 +92,7 @@ impl Drive for Checked {
                 "{} returned Err from try_check{}: {e}",
                 call(key, now),
                 if self.0.len() > 1 {
-                    format!(" on app server {server}")
+                    format!(" on app server {}", server + 1)
                 } else {
                     String::new()
                 }

@@ -308,7 +308,7 @@ impl Proxy {
                     "app server {} neither sent Redis a command nor returned from check within {} s: \
                      it waits on something that is not Redis (a lock another call holds, a loop \
                      that never ends)",
-                    stuck[0],
+                    stuck[0] + 1,
                     limit.as_secs()
                 ));
             }

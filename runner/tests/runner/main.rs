@@ -333,7 +333,8 @@ fn compare_judges_late_requests_by_the_contracts_rules() {
         run.err
     );
     assert!(
-        run.out.contains("where it allows more than one (a late request"),
+        run.out
+            .contains("where it allows more than one (a late request"),
         "{}",
         run.out
     );

@@ -51,7 +51,8 @@ impl RedisLesson {
                 )
             });
             script.push_str(&format!(
-                "  app server {s}: {} -> {}\n",
+                "  app server {}: {} -> {}\n",
+                s + 1,
                 call("k", clocks[s]),
                 describe(&d)
             ));

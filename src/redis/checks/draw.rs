@@ -108,7 +108,7 @@ fn draw_three_servers(
         _ => format!("a {} of {} a second", kind.name(), t.config.limit),
     };
     let mut out = format!(
-        "{rule}; {PER_SECOND} requests a second for one key, app servers 0, 1, 2 in turn\n\n"
+        "{rule}; {PER_SECOND} requests a second for one key, app servers 1, 2, 3 in turn\n\n"
     );
     out.push_str(&format!(
         "{:<10} {:<32} {}\n",

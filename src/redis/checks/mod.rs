@@ -137,7 +137,7 @@ impl RedisLesson {
                 .unwrap_or_default();
             out.push_str(&format!(
                 "  app server {}  {}  -> {}{at}\n",
-                s.client,
+                s.client + 1,
                 s.command.text(),
                 s.reply
             ));

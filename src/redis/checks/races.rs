@@ -132,7 +132,11 @@ impl RedisLesson {
                 match r {
                     Ok(Ok(ds)) => threads.push(ds),
                     Ok(Err(e)) | Err(e) => {
-                        return Err(format!("app server {i}: {e}\n{}", self.schedule(&steps)))
+                        return Err(format!(
+                            "app server {}: {e}\n{}",
+                            i + 1,
+                            self.schedule(&steps)
+                        ))
                     }
                 }
             }
