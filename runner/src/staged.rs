@@ -120,19 +120,24 @@ pub fn threads(entry: &Entry) -> usize {
     }
 }
 
-/// How many stages run at once: while one runs, the next ones start, so
-/// that a run that passes takes little longer than one that is not staged.
-/// Their results are still taken, and shown, in order.
+/// How many stages run at once once the first has passed: while one runs,
+/// the next ones start, so that a run that passes takes little longer than
+/// one that is not staged. Their results are still taken, and shown, in
+/// order. A Redis lesson's checks mostly wait (on round trips, on timeouts
+/// that must pass), so all of its stages but a few run together; the other
+/// lessons' checks keep both cores busy with two.
 pub fn depth(entry: &Entry) -> usize {
     if entry.kind.needs_redis() {
-        3
+        8
     } else {
         2
     }
 }
 
-/// Runs `stages` in order with `run`, up to `depth` at once, and hands each
-/// one's outcome to `shown` in order. After the first stage that fails
+/// Runs `stages` in order with `run`, and hands each one's outcome to
+/// `shown` in order. The first stage runs alone, so that a learner failing
+/// it hears of it as fast as the machine allows; once it has passed, up to
+/// `depth` run at once. After the first stage that fails
 /// (unless `all`), the stages already started are stopped (`run` is given
 /// a test that says so) and no other starts. Returns the stages taken, with
 /// their outcomes, and those not run.
@@ -164,9 +169,9 @@ pub fn pipelined(
                 let _ = tx.send((i, outcome));
             });
         };
-        while started < stages.len().min(depth.max(1)) {
-            start(started, tx.clone());
-            started += 1;
+        if !stages.is_empty() {
+            start(0, tx.clone());
+            started = 1;
         }
         let mut next = 0;
         while next < started {
@@ -183,7 +188,9 @@ pub fn pipelined(
                     stop_starting.store(true, Ordering::SeqCst);
                     first_not_run = next;
                 }
-                if !stop_starting.load(Ordering::SeqCst) && started < stages.len() {
+                while !stop_starting.load(Ordering::SeqCst)
+                    && started < stages.len().min(next + depth.max(1))
+                {
                     start(started, tx.clone());
                     started += 1;
                 }
@@ -328,6 +335,53 @@ mod tests {
             tier: Tier::Quick,
             tests: vec![test.to_string()],
         }
+    }
+
+    /// The first stage runs alone; once it has passed, `depth` run at once.
+    #[test]
+    fn the_first_stage_runs_alone_then_depth_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let stages: Vec<Stage> = ["a", "b", "c", "d", "e"].iter().map(|t| stage(t)).collect();
+        let running = AtomicUsize::new(0);
+        let peaked = std::sync::atomic::AtomicBool::new(false);
+        let most = std::sync::Mutex::new(Vec::new());
+        let (ran, _) = pipelined(
+            &stages,
+            false,
+            3,
+            |stage, _| {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                if now >= 3 {
+                    peaked.store(true, Ordering::SeqCst);
+                }
+                let mut seen = now;
+                if stage.tests[0] == "a" {
+                    // Watches for others while it runs (100 ms).
+                    let deadline = std::time::Instant::now() + Duration::from_millis(100);
+                    while std::time::Instant::now() < deadline {
+                        seen = seen.max(running.load(Ordering::SeqCst));
+                        std::thread::yield_now();
+                    }
+                }
+                most.lock().unwrap().push((stage.tests[0].clone(), seen));
+                if stage.tests[0] != "a" {
+                    // Waits (bounded) until three have run at once.
+                    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+                    while !peaked.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                }
+                let o = outcome(&stage.tests[0], true);
+                running.fetch_sub(1, Ordering::SeqCst);
+                o
+            },
+            &mut |_: &Stage, _: &Outcome| {},
+        );
+        assert_eq!(ran.len(), 5);
+        let most = most.into_inner().unwrap();
+        assert_eq!(most[0], ("a".to_string(), 1), "{most:?}");
+        assert!(most.iter().any(|(_, n)| *n == 3), "{most:?}");
+        assert!(most.iter().all(|(_, n)| *n <= 3), "{most:?}");
     }
 
     /// The next stage runs while one runs; after a failure it is told to
