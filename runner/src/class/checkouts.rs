@@ -66,23 +66,21 @@ pub fn run(
     let scratch = kata.join("target").join("class");
     let limits = &options.limits;
     let mut outcome = Outcome::default();
-    let bwrap = if options.unsandboxed {
-        None
-    } else {
-        match sandbox::probe(&scratch) {
-            Ok(bwrap) => Some(bwrap),
-            Err(why) => {
-                outcome.how = format!("not run, for there is no sandbox here: {why}");
-                for (name, _) in checkouts {
-                    outcome.not_run.push((
-                        name.clone(),
-                        "no sandbox (see above); to run it anyway, with your rights, add \
+    let bwrap = match sandbox::probe(&scratch) {
+        // A sandbox that works is used, the flag or not.
+        Ok(bwrap) => Some(bwrap),
+        Err(_) if options.unsandboxed => None,
+        Err(why) => {
+            outcome.how = format!("not run, for there is no sandbox here: {why}");
+            for (name, _) in checkouts {
+                outcome.not_run.push((
+                    name.clone(),
+                    "no sandbox (see above); to run it anyway, with your rights, add \
                          --run-untrusted-code-as-me"
-                            .into(),
-                    ));
-                }
-                return Ok(outcome);
+                        .into(),
+                ));
             }
+            return Ok(outcome);
         }
     };
     let exe = std::env::current_exe()
@@ -114,9 +112,15 @@ pub fn run(
     };
     outcome.how = format!(
         "ran in a sandbox (bubblewrap): no network but its own loopback, the kata read-only, \
-         its own scratch folder, each process held to {} MiB, each learner's run to {} s",
+         its own scratch folder, {}, each process held to {} MiB, each learner's run to {} s{}",
+        bwrap.forbids(),
         limits.memory_mib,
-        limits.time.as_secs()
+        limits.time.as_secs(),
+        if options.unsandboxed {
+            " (--run-untrusted-code-as-me was not needed: a sandbox works here)"
+        } else {
+            ""
+        }
     );
     let pristine = scratch.join("kata");
     let stubs = |entry: &Entry| std::fs::read(entry.stub(kata)).unwrap_or_default();
@@ -547,6 +551,10 @@ fn sync_kata(
                 format!("{relative}/{text}")
             };
             let src = entry.path();
+            // A link could name any file of the instructor's: left out.
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                continue;
+            }
             if src.is_dir() {
                 // Another folder with lessons/ is a checkout, not the kata.
                 let class = src.canonicalize().ok().as_deref() == Some(skip);
@@ -564,7 +572,37 @@ fn sync_kata(
     }
     let mut files = BTreeMap::new();
     let skip = class.canonicalize().unwrap_or_else(|_| class.to_path_buf());
-    walk(from, to, "", &skip, &mut files)?;
+    match tracked(from) {
+        // A kata in git: its tracked files only, never what lies beside
+        // them untracked (an `.env`, notes, another class's reports).
+        Some(paths) => {
+            for path in paths {
+                let first = path.split('/').next().unwrap_or_default();
+                let lesson_file = path
+                    .strip_prefix("lessons/")
+                    .is_some_and(|f| f.starts_with("lesson_") && f.ends_with(".rs"));
+                if [".git", "target", ".kata", "book"].contains(&first)
+                    || lesson_file
+                    || path.starts_with("lessons/backups/")
+                {
+                    continue;
+                }
+                let src = from.join(&path);
+                if src.canonicalize().is_ok_and(|c| c.starts_with(&skip)) {
+                    continue;
+                }
+                // A link (which could name any file of the instructor's) or
+                // a file deleted since it was added is left out.
+                if !std::fs::symlink_metadata(&src).is_ok_and(|m| m.is_file()) {
+                    continue;
+                }
+                let bytes = std::fs::read(&src)
+                    .map_err(|e| format!("cannot read {}: {e}", src.display()))?;
+                files.insert(path, bytes);
+            }
+        }
+        None => walk(from, to, "", &skip, &mut files)?,
+    }
     for entry in lessons {
         files.insert(format!("lessons/{}.rs", entry.name), lesson_file(entry));
     }
@@ -579,6 +617,36 @@ fn sync_kata(
             .map_err(|e| format!("cannot make {}: {e}", to.join(dir).display()))?;
     }
     Ok(digest.0)
+}
+
+/// The files git tracks in the kata `dir` (relative paths), or `None`
+/// when it is not a git checkout or git cannot say.
+fn tracked(dir: &Path) -> Option<Vec<String>> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["ls-files", "-z", "--cached"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    // Only the kata's own repository: not one that holds it as a subfolder.
+    let top = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["rev-parse", "--show-toplevel"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let top = PathBuf::from(String::from_utf8_lossy(&top.stdout).trim());
+    let ours = top.canonicalize().ok() == dir.canonicalize().ok();
+    (out.status.success() && ours).then(|| {
+        out.stdout
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()
+    })
 }
 
 /// Removes the files under `dir` that are not `kept` (and the folders left
@@ -688,6 +756,56 @@ mod tests {
         let second = sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
         assert_eq!(read("src/gone.rs"), None);
         assert_ne!(first, second);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// In a kata kept in git, only what git tracks reaches the sandbox:
+    /// not an untracked secret beside it, not a link to the instructor's
+    /// files, and none in a kata that is not in git either.
+    #[test]
+    #[cfg(unix)]
+    fn the_pristine_kata_holds_tracked_files_only_and_never_a_link() {
+        let dir = std::env::temp_dir().join(format!("kata-tracked-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (kata, to) = (dir.join("kata"), dir.join("copy"));
+        let secret = dir.join("secret.txt");
+        std::fs::create_dir_all(kata.join("src")).unwrap();
+        std::fs::write(&secret, "the instructor's").unwrap();
+        std::fs::write(kata.join("Cargo.toml"), "[package]").unwrap();
+        std::fs::write(kata.join("src/lib.rs"), "pub fn a() {}").unwrap();
+        std::os::unix::fs::symlink(&secret, kata.join("src/linked.rs")).unwrap();
+        let lessons =
+            crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
+                .unwrap()
+                .into_iter()
+                .take(1)
+                .collect::<Vec<_>>();
+        let stub = |_: &Entry| b"the stub".to_vec();
+        let read = |path: &str| std::fs::read_to_string(to.join(path)).ok();
+        // Not in git: every file but the link.
+        sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
+        assert_eq!(read("src/lib.rs").as_deref(), Some("pub fn a() {}"));
+        assert_eq!(read("src/linked.rs"), None);
+        // In git: the tracked files (the link among them, still left out).
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&kata)
+                .args(args)
+                .output()
+                .is_ok_and(|o| o.status.success());
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["add", "Cargo.toml", "src/lib.rs", "src/linked.rs"]);
+        std::fs::write(kata.join(".env"), "TOKEN=secret").unwrap();
+        std::fs::write(kata.join("src/notes.md"), "untracked").unwrap();
+        sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
+        assert_eq!(read("src/lib.rs").as_deref(), Some("pub fn a() {}"));
+        assert_eq!(read("lessons/lesson_01.rs").as_deref(), Some("the stub"));
+        for left_out in [".env", "src/notes.md", "src/linked.rs"] {
+            assert_eq!(read(left_out), None, "{left_out}");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -17,7 +17,10 @@
 //! another learner's files. Its network is its own, with loopback only (lesson
 //! 08's `redis-server` on 127.0.0.1 works; nothing outside is reached, not
 //! even a server on the instructor's loopback). Its processes have no
-//! capabilities, cannot make user namespaces, and end with it; each process
+//! capabilities, cannot make user namespaces (bubblewrap 0.8 and later; the
+//! class view says when an older one cannot forbid them), start with an
+//! empty session keyring (not the instructor's tokens), and end with it;
+//! each process
 //! is held to a memory limit (`RLIMIT_DATA`) and a file size, and the whole
 //! run to a time limit.
 
@@ -55,6 +58,19 @@ pub struct Bubblewrap {
     program: PathBuf,
     /// Whether this bwrap can forbid user namespaces inside (0.8 and later).
     disable_userns: bool,
+}
+
+impl Bubblewrap {
+    /// What the sandbox forbids beyond its folders and network, for the
+    /// class view's line on how checkouts ran.
+    pub fn forbids(&self) -> &'static str {
+        if self.disable_userns {
+            "no capabilities and no user namespaces of its own"
+        } else {
+            "no capabilities (this bubblewrap, older than 0.8, cannot forbid user namespaces \
+             inside it)"
+        }
+    }
 }
 
 /// What one sandboxed run sees besides the system and the toolchain.
@@ -287,7 +303,9 @@ impl Bubblewrap {
         arg(&[&"--bind", &scratch.join("cargo-home"), &CARGO_HOME]);
         if let Some(home) = &cargo_home {
             arg(&[&"--ro-bind-try", &home.join("bin"), &home.join("bin")]);
-            for part in ["registry", "git", "config.toml", "config"] {
+            // Not its config.toml: it may hold a registry's token or a
+            // proxy's password.
+            for part in ["registry", "git"] {
                 arg(&[
                     &"--ro-bind-try",
                     &home.join(part),
@@ -313,6 +331,23 @@ impl Bubblewrap {
         command.args(args);
         command.env_clear().envs(environment());
         Ok(command)
+    }
+}
+
+/// Gives the calling process a new, empty session keyring, so that what
+/// it runs cannot read the keys of the instructor's session (a login's
+/// tokens): namespaces do not separate keyrings. Where the kernel has no
+/// keyrings (or forbids them), there is nothing to read either.
+fn forget_session_keyring() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: keyctl is a plain system call, async-signal-safe; a null
+    // name asks for an anonymous keyring.
+    unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            libc::KEYCTL_JOIN_SESSION_KEYRING,
+            std::ptr::null::<libc::c_char>(),
+        );
     }
 }
 
@@ -350,7 +385,9 @@ pub fn run(mut command: Command, limits: &Limits) -> Ran {
                 };
                 limit(libc::RLIMIT_DATA, data)?;
                 limit(libc::RLIMIT_FSIZE, MAX_FILE)?;
-                limit(libc::RLIMIT_CORE, 0)
+                limit(libc::RLIMIT_CORE, 0)?;
+                forget_session_keyring();
+                Ok(())
             });
         }
         // Its own process group, so that a run past its time is stopped
@@ -393,5 +430,88 @@ pub fn run(mut command: Command, limits: &Limits) -> Ran {
         stdout: seen.stdout,
         stderr: seen.stderr,
         stopped,
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    const KEY_ID: &str = "KATA_TEST_KEY_ID";
+
+    /// Run as a child of the test below (with `KATA_TEST_KEY_ID` set): reads
+    /// the key and prints what it read, or the error.
+    #[test]
+    fn reads_a_key_when_asked() {
+        let Some(id) = std::env::var(KEY_ID)
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+        else {
+            return;
+        };
+        let mut buf = [0u8; 64];
+        // SAFETY: the buffer outlives the call and its length is given.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_keyctl,
+                libc::KEYCTL_READ,
+                id,
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            println!("KEY: refused ({})", std::io::Error::last_os_error());
+        } else {
+            println!("KEY: {}", String::from_utf8_lossy(&buf[..n as usize]));
+        }
+    }
+
+    /// A run cannot read a key of the instructor's session keyring; the
+    /// same child run without the sandbox's settings can.
+    #[test]
+    fn a_run_cannot_read_the_instructor_s_session_keys() {
+        let secret = format!("kata-secret-{}", std::process::id());
+        // SAFETY: the strings are NUL-terminated and outlive the call.
+        let id = unsafe {
+            libc::syscall(
+                libc::SYS_add_key,
+                c"user".as_ptr(),
+                std::ffi::CString::new(secret.clone()).unwrap().as_ptr(),
+                secret.as_ptr(),
+                secret.len(),
+                libc::KEY_SPEC_SESSION_KEYRING,
+            )
+        };
+        assert!(
+            id > 0,
+            "this kernel gives no session keyring to add a key to: {}",
+            std::io::Error::last_os_error()
+        );
+        let child = || {
+            let mut command = Command::new(std::env::current_exe().unwrap());
+            command
+                .args(["--exact", "class::sandbox::tests::reads_a_key_when_asked"])
+                .args(["--nocapture", "--test-threads", "1"])
+                .env(KEY_ID, id.to_string());
+            command
+        };
+        let plain = child().output().unwrap();
+        let limits = Limits {
+            time: Duration::from_secs(60),
+            memory_mib: 1024,
+        };
+        let ran = run(child(), &limits);
+        // SAFETY: a plain system call on the key made above.
+        unsafe { libc::syscall(libc::SYS_keyctl, libc::KEYCTL_REVOKE, id) };
+        let plain = String::from_utf8_lossy(&plain.stdout);
+        assert!(plain.contains(&format!("KEY: {secret}")), "{plain}");
+        assert!(
+            ran.stdout.contains("KEY: refused"),
+            "{}{}",
+            ran.stdout,
+            ran.stderr
+        );
+        assert!(!ran.stdout.contains(&secret), "{}", ran.stdout);
     }
 }

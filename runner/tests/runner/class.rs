@@ -237,12 +237,27 @@ fn lesson_files_that_write_outside_or_call_out_are_stopped_and_reported() {
     );
     assert!(page.contains("Read-only file system"), "{page}");
 
-    // The same checkout without the sandbox, as --run-untrusted-code-as-me
-    // runs it: the attacks are real.
-    let unsandboxed = class(
+    // --run-untrusted-code-as-me where a sandbox works: the sandbox all the
+    // same.
+    let flagged = class(
         &kata,
         &[folder.to_str().unwrap(), "--run-untrusted-code-as-me"],
         &[],
+    );
+    assert!(
+        flagged
+            .out
+            .contains("(--run-untrusted-code-as-me was not needed: a sandbox works here)"),
+        "{}",
+        flagged.out
+    );
+    assert!(!folder.join("escaped").exists(), "{}", flagged.out);
+    // The same checkout without the sandbox, as --run-untrusted-code-as-me
+    // runs it where none works: the attacks are real.
+    let unsandboxed = class(
+        &kata,
+        &[folder.to_str().unwrap(), "--run-untrusted-code-as-me"],
+        &[("KATA_BWRAP", "/nonexistent/bwrap")],
     );
     assert_eq!(
         unsandboxed.code, 0,
