@@ -606,8 +606,16 @@ pub fn write_if_changed(file: &Path, text: &str) {
 /// Cargo's target folder, from a build script's `OUT_DIR` inside it (the
 /// first folder up that holds cargo's `CACHEDIR.TAG`), or `OUT_DIR` itself.
 fn target_dir(out: &Path) -> PathBuf {
+    // Cargo tags the target folder it makes; one made before cargo ran
+    // (by a tool that keeps its files there) has no tag, and then the
+    // folder is the one above `<profile>/build/<package>/out`.
     out.ancestors()
         .find(|d| d.join("CACHEDIR.TAG").is_file())
+        .or_else(|| {
+            out.ancestors()
+                .find(|d| d.file_name().is_some_and(|n| n == "build"))
+                .and_then(|build| build.parent()?.parent())
+        })
         .unwrap_or(out)
         .to_path_buf()
 }
@@ -676,6 +684,20 @@ pub fn generate(catalog: &Catalog, lesson: &Lesson, applied: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The mistakes land in the target folder whether cargo tagged it or
+    /// not (a folder made before cargo's first build has no tag).
+    #[test]
+    fn the_target_folder_is_found_with_or_without_its_tag() {
+        let dir = std::env::temp_dir().join(format!("kata-target-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = dir.join("target/debug/build/ratelimit-kata-0123/out");
+        std::fs::create_dir_all(&out).unwrap();
+        assert_eq!(target_dir(&out), dir.join("target"));
+        std::fs::write(dir.join("target/CACHEDIR.TAG"), "Signature").unwrap();
+        assert_eq!(target_dir(&out), dir.join("target"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn kata_root() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
