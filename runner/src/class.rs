@@ -94,20 +94,19 @@ pub fn collect(
     let mut class = Class::default();
     let mut by_name: BTreeMap<String, Vec<Report>> = BTreeMap::new();
     let mut checkouts = Vec::new();
-    for thing in found::search(path)? {
-        match thing {
-            found::Found::Report { origin, name, text } => match parse(&text) {
-                // Reports of one learner collected over time share a name.
-                Ok(report) => by_name
-                    .entry(report.learner.clone().unwrap_or(name))
-                    .or_default()
-                    .push(report),
-                Err(why) => class.left_out.push(format!("left out {origin}: {why}")),
-            },
-            found::Found::Checkout { name, path } => checkouts.push((name, path)),
-            found::Found::LeftOut(why) => class.left_out.push(why),
-        }
-    }
+    // Each report is read as it is found, and its text dropped.
+    found::search(path, |thing| match thing {
+        found::Found::Report { origin, name, text } => match parse(&text) {
+            // Reports of one learner collected over time share a name.
+            Ok(report) => by_name
+                .entry(report.learner.clone().unwrap_or(name))
+                .or_default()
+                .push(report),
+            Err(why) => class.left_out.push(format!("left out {origin}: {why}")),
+        },
+        found::Found::Checkout { name, path } => checkouts.push((name, path)),
+        found::Found::LeftOut(why) => class.left_out.push(why),
+    })?;
     // A folder of reports alone runs nothing.
     if !checkouts.is_empty() {
         let ran = checkouts::run(kata, lessons, path, &checkouts, options, &mut progress)?;
@@ -543,5 +542,69 @@ mod tests {
             "{points}"
         );
         assert!(points.contains("  02.3    Step 3     0/1"), "{points}");
+    }
+
+    fn options() -> Options {
+        Options {
+            limits: Limits {
+                time: std::time::Duration::from_secs(1),
+                memory_mib: 256,
+            },
+            unsandboxed: false,
+        }
+    }
+
+    /// A folder of its own, emptied, for a test.
+    fn folder(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("kata-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_zip_bomb_or_an_oversized_report_is_named_and_the_rest_is_shown() {
+        let dir = folder("bombs");
+        let one = serde_json::to_string(&report(
+            "ada",
+            "2026-12-01T10:00:00Z",
+            vec![lesson_report(1, "passed", 0, None)],
+        ))
+        .unwrap();
+        std::fs::write(dir.join("ada.json"), &one).unwrap();
+        let zeros = vec![0u8; zip::MAX_ENTRY];
+        // 40 entries of one 16 KB stream, 640 MiB inflated.
+        std::fs::write(dir.join("bomb.zip"), zip::copies(40, &zeros, true)).unwrap();
+        // Five entries of 16 MiB each, each its own stream: 80 MiB.
+        std::fs::write(dir.join("wide.zip"), zip::copies(5, &zeros, false)).unwrap();
+        // A report file of more than 16 MiB (a sparse file: no disk used).
+        let huge = std::fs::File::create(dir.join("huge.json")).unwrap();
+        huge.set_len(zip::MAX_ENTRY as u64 + 1).unwrap();
+        drop(huge);
+        let class = collect(Path::new("."), &lessons(1), &dir, &options(), |_| {}).unwrap();
+        assert_eq!(class.learners.len(), 1);
+        assert_eq!(class.learners[0].name, "ada");
+        let said = class.left_out.join("\n");
+        let path = |file: &str| dir.join(file).display().to_string();
+        for line in [
+            format!(
+                "left out {}: its entries \"0.json\" and \"1.json\" share their bytes, as a \
+                 zip bomb's do",
+                path("bomb.zip")
+            ),
+            format!(
+                "left out {}: a file of 16777217 bytes, more than a report ever holds",
+                path("huge.json")
+            ),
+            format!(
+                "left out {}: its reports would inflate to 83886080 bytes, more than an \
+                 artifact of reports may (67108864 bytes",
+                path("wide.zip")
+            ),
+        ] {
+            assert!(said.contains(&line), "{line}\nnot in\n{said}");
+        }
+        assert_eq!(class.left_out.len(), 3, "{said}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

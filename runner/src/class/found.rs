@@ -3,9 +3,14 @@
 //! or the folders they unzip to, `report.json` inside, perhaps nested one
 //! folder per learner) and learners' checkouts (folders with `lessons/`).
 //! Symbolic links are never followed: a folder of downloads has none, and a
-//! link could lead anywhere.
+//! link could lead anywhere. Each thing is handed over as it is found, so
+//! that no more than one report's text is held at once, and what archives
+//! may inflate is capped, each archive and the whole folder ([`Caps`]).
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
+
+use super::zip;
 
 /// How deep folders are searched: `class/<learner>/<artifact>/report.json`
 /// and more.
@@ -13,6 +18,30 @@ const DEPTH: usize = 8;
 
 /// The largest archive read: an artifact of one report is a few kilobytes.
 const MAX_ARCHIVE: u64 = 64 << 20;
+
+/// How many bytes the reports of one archive may inflate to, together: an
+/// artifact holds one report of a few kilobytes.
+pub const MAX_INFLATED_ARCHIVE: u64 = 64 << 20;
+
+/// How many bytes the archives of one class folder may inflate to, together:
+/// hundreds of learners' artifacts are a few megabytes.
+pub const MAX_INFLATED_FOLDER: u64 = 1 << 30;
+
+/// How much inflating a search may do.
+#[derive(Clone, Copy, Debug)]
+pub struct Caps {
+    /// Bytes inflated from one archive.
+    pub archive: u64,
+    /// Bytes inflated from every archive of the folder.
+    pub folder: u64,
+}
+
+impl Caps {
+    pub const DEFAULT: Caps = Caps {
+        archive: MAX_INFLATED_ARCHIVE,
+        folder: MAX_INFLATED_FOLDER,
+    };
+}
 
 /// One thing found in a class folder.
 #[derive(Debug)]
@@ -30,13 +59,31 @@ pub enum Found {
     LeftOut(String),
 }
 
-/// Everything in `path` (a folder, a report, or an archive), in name order.
-pub fn search(path: &Path) -> Result<Vec<Found>, String> {
+/// A search under way: its caps, what was inflated so far, and where each
+/// thing found goes.
+struct Search<'v> {
+    caps: Caps,
+    inflated: u64,
+    visit: &'v mut dyn FnMut(Found),
+}
+
+/// Everything in `path` (a folder, a report, or an archive), in name order,
+/// each handed to `visit` as it is found, within [`Caps::DEFAULT`].
+pub fn search(path: &Path, visit: impl FnMut(Found)) -> Result<(), String> {
+    search_within(path, Caps::DEFAULT, visit)
+}
+
+/// [`search`] within other caps.
+pub fn search_within(path: &Path, caps: Caps, mut visit: impl FnMut(Found)) -> Result<(), String> {
     let meta = std::fs::symlink_metadata(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let mut found = Vec::new();
+    let mut search = Search {
+        caps,
+        inflated: 0,
+        visit: &mut visit,
+    };
     if meta.is_dir() {
-        walk(path, &[], 0, &mut found)?;
+        search.walk(path, &[], 0)?;
     } else {
         let parent = path
             .parent()
@@ -53,9 +100,9 @@ pub fn search(path: &Path) -> Result<Vec<Found>, String> {
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .into_iter()
             .collect();
-        file(parent, &folders, &name, &mut found);
+        search.file(parent, &folders, &name);
     }
-    Ok(found)
+    Ok(())
 }
 
 /// A learner's name from where a report was found: the file's stem, unless
@@ -76,131 +123,171 @@ fn name_for(folders: &[String], file: &str) -> String {
     stem.to_string()
 }
 
-fn walk(
-    dir: &Path,
-    folders: &[String],
-    depth: usize,
-    found: &mut Vec<Found>,
-) -> Result<(), String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    for name in names {
-        let path = dir.join(&name);
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.file_type().is_symlink() {
-            found.push(Found::LeftOut(format!(
-                "left out {}: a symbolic link, which the class view does not follow",
-                path.display()
-            )));
-        } else if meta.is_dir() {
-            if name.starts_with('.') {
+impl Search<'_> {
+    fn walk(&mut self, dir: &Path, folders: &[String], depth: usize) -> Result<(), String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        for name in names {
+            let path = dir.join(&name);
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
                 continue;
+            };
+            if meta.file_type().is_symlink() {
+                (self.visit)(Found::LeftOut(format!(
+                    "left out {}: a symbolic link, which the class view does not follow",
+                    path.display()
+                )));
+            } else if meta.is_dir() {
+                if name.starts_with('.') {
+                    continue;
+                }
+                let mut inner = folders.to_vec();
+                inner.push(name.clone());
+                if std::fs::symlink_metadata(path.join("lessons")).is_ok_and(|m| m.is_dir()) {
+                    (self.visit)(Found::Checkout {
+                        name: inner.join("/"),
+                        path,
+                    });
+                } else if depth + 1 < DEPTH {
+                    self.walk(&path, &inner, depth + 1)?;
+                }
+            } else if meta.is_file() {
+                self.file(dir, folders, &name);
             }
-            let mut inner = folders.to_vec();
-            inner.push(name.clone());
-            if std::fs::symlink_metadata(path.join("lessons")).is_ok_and(|m| m.is_dir()) {
-                found.push(Found::Checkout {
-                    name: inner.join("/"),
-                    path,
-                });
-            } else if depth + 1 < DEPTH {
-                walk(&path, &inner, depth + 1, found)?;
-            }
-        } else if meta.is_file() {
-            file(dir, folders, &name, found);
+        }
+        Ok(())
+    }
+
+    /// A file of the folder: a report, an archive of reports, or nothing of
+    /// ours.
+    fn file(&mut self, dir: &Path, folders: &[String], name: &str) {
+        let path = dir.join(name);
+        let lower = name.to_ascii_lowercase();
+        if lower.ends_with(".json") {
+            let found = match read_report(&path) {
+                Ok(bytes) => Found::Report {
+                    origin: path.display().to_string(),
+                    name: name_for(folders, name),
+                    text: String::from_utf8_lossy(&bytes).into_owned(),
+                },
+                Err(why) => Found::LeftOut(format!("left out {}: {why}", path.display())),
+            };
+            (self.visit)(found);
+        } else if lower.ends_with(".zip") {
+            self.archive(&path, folders, name);
         }
     }
-    Ok(())
-}
 
-/// A file of the folder: a report, an archive of reports, or nothing of ours.
-fn file(dir: &Path, folders: &[String], name: &str, found: &mut Vec<Found>) {
-    let path = dir.join(name);
-    let lower = name.to_ascii_lowercase();
-    if lower.ends_with(".json") {
-        match std::fs::read(&path) {
-            Ok(bytes) => found.push(Found::Report {
-                origin: path.display().to_string(),
-                name: name_for(folders, name),
-                text: String::from_utf8_lossy(&bytes).into_owned(),
-            }),
-            Err(e) => found.push(Found::LeftOut(format!(
-                "left out {}: cannot read it ({e})",
-                path.display()
-            ))),
+    /// The reports in an archive: its `*.json` entries, each named for the
+    /// archive (or for its folder inside the archive), read one at a time
+    /// within the caps.
+    fn archive(&mut self, path: &Path, folders: &[String], name: &str) {
+        let left_out = |why: String| Found::LeftOut(format!("left out {}: {why}", path.display()));
+        match std::fs::metadata(path) {
+            Ok(m) if m.len() > MAX_ARCHIVE => {
+                return (self.visit)(left_out(format!(
+                    "an archive of {} bytes, larger than an artifact of reports ({MAX_ARCHIVE})",
+                    m.len()
+                )));
+            }
+            Err(e) => return (self.visit)(left_out(format!("cannot read it ({e})"))),
+            Ok(_) => {}
         }
-    } else if lower.ends_with(".zip") {
-        archive(&path, folders, name, found);
-    }
-}
-
-/// The reports in an archive: its `*.json` entries, each named for the
-/// archive (or for its folder inside the archive).
-fn archive(path: &Path, folders: &[String], name: &str, found: &mut Vec<Found>) {
-    let left_out = |why: String| Found::LeftOut(format!("left out {}: {why}", path.display()));
-    match std::fs::metadata(path) {
-        Ok(m) if m.len() > MAX_ARCHIVE => {
-            found.push(left_out(format!(
-                "an archive of {} bytes, larger than an artifact of reports ({MAX_ARCHIVE})",
-                m.len()
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) => return (self.visit)(left_out(format!("cannot read it ({e})"))),
+        };
+        let entries = match zip::entries(&bytes) {
+            Ok(entries) => entries,
+            Err(why) => return (self.visit)(left_out(why)),
+        };
+        let reports: Vec<&zip::Entry> = entries
+            .iter()
+            .filter(|e| e.name.to_ascii_lowercase().ends_with(".json"))
+            .collect();
+        if reports.is_empty() {
+            return (self.visit)(left_out("an archive with no report (*.json) in it".into()));
+        }
+        // What it would inflate, as it declares (no entry inflates past
+        // that), before anything is.
+        let declared: u64 = reports.iter().map(|e| e.size() as u64).sum();
+        if declared > self.caps.archive {
+            return (self.visit)(left_out(format!(
+                "its reports would inflate to {declared} bytes, more than an artifact of \
+                 reports may ({} bytes; a report is a few kilobytes): not read",
+                self.caps.archive
             )));
-            return;
         }
-        Err(e) => {
-            found.push(left_out(format!("cannot read it ({e})")));
-            return;
+        if self.inflated + declared > self.caps.folder {
+            return (self.visit)(left_out(format!(
+                "its reports would inflate to {declared} bytes, past what the archives of one \
+                 class folder may inflate together ({} bytes, {} of them taken already): not read",
+                self.caps.folder, self.inflated
+            )));
         }
-        Ok(_) => {}
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) => return found.push(left_out(format!("cannot read it ({e})"))),
-    };
-    let entries = match super::zip::entries(&bytes) {
-        Ok(entries) => entries,
-        Err(why) => return found.push(left_out(why)),
-    };
-    let stem = name.get(..name.len() - ".zip".len()).unwrap_or(name);
-    let mut reports = 0;
-    for entry in entries
-        .iter()
-        .filter(|e| e.name.to_ascii_lowercase().ends_with(".json"))
-    {
-        let mut inner = folders.to_vec();
-        inner.push(stem.to_string());
-        let (within, file) = entry.name.rsplit_once('/').unwrap_or(("", &entry.name));
-        inner.extend(
-            within
-                .split('/')
-                .filter(|s| !s.is_empty())
-                .map(String::from),
-        );
-        match super::zip::read(&bytes, entry) {
-            Ok(text) => {
-                reports += 1;
-                found.push(Found::Report {
+        self.inflated += declared;
+        let stem = name.get(..name.len() - ".zip".len()).unwrap_or(name);
+        for entry in reports {
+            let mut inner = folders.to_vec();
+            inner.push(stem.to_string());
+            let (within, file) = entry.name.rsplit_once('/').unwrap_or(("", &entry.name));
+            inner.extend(
+                within
+                    .split('/')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from),
+            );
+            let found = match zip::read(&bytes, entry) {
+                Ok(text) => Found::Report {
                     origin: format!("{} ({})", path.display(), entry.name),
                     name: name_for(&inner, file),
                     text: String::from_utf8_lossy(&text).into_owned(),
-                });
-            }
-            Err(why) => found.push(left_out(why)),
+                },
+                Err(why) => left_out(why),
+            };
+            (self.visit)(found);
         }
     }
-    if reports == 0 && entries.iter().all(|e| !e.name.ends_with(".json")) {
-        found.push(left_out("an archive with no report (*.json) in it".into()));
+}
+
+/// A report file's bytes, if it is no larger than a report ever is (an entry
+/// of an archive may hold no more, [`zip::MAX_ENTRY`]); an error is why not.
+fn read_report(path: &Path) -> Result<Vec<u8>, String> {
+    let file = std::fs::File::open(path).map_err(|e| format!("cannot read it ({e})"))?;
+    let too_big = |size: u64| {
+        format!(
+            "a file of {size} bytes, more than a report ever holds ({}): not read",
+            zip::MAX_ENTRY
+        )
+    };
+    let size = file.metadata().map_or(0, |m| m.len());
+    if size > zip::MAX_ENTRY as u64 {
+        return Err(too_big(size));
     }
+    // Read no more than the cap, should it grow meanwhile.
+    let mut bytes = Vec::new();
+    file.take(zip::MAX_ENTRY as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read it ({e})"))?;
+    if bytes.len() > zip::MAX_ENTRY {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn all(path: &Path, caps: Caps) -> Vec<Found> {
+        let mut found = Vec::new();
+        search_within(path, caps, |f| found.push(f)).unwrap();
+        found
+    }
 
     fn names(found: &[Found]) -> Vec<String> {
         found
@@ -239,7 +326,7 @@ mod tests {
         put("eve/report.json", b"{}");
         put("notes.zip", &super::super::zip::write(&[("a.txt", b"x")]));
         put("class.html", b"<html>");
-        let found = search(&dir).unwrap();
+        let found = all(&dir, Caps::DEFAULT);
         assert_eq!(
             names(&found),
             [
@@ -257,12 +344,73 @@ mod tests {
         );
         // One report, or one archive, alone.
         assert_eq!(
-            names(&search(&dir.join("bo/report.json")).unwrap()),
+            names(&all(&dir.join("bo/report.json"), Caps::DEFAULT)),
             ["report bo"]
         );
         assert_eq!(
-            names(&search(&dir.join("report-ada.zip")).unwrap()),
+            names(&all(&dir.join("report-ada.zip"), Caps::DEFAULT)),
             ["report report-ada"]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn what_archives_inflate_is_capped_each_and_all_together() {
+        let dir = std::env::temp_dir().join(format!("kata-caps-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let report = [b'{'; 400];
+        // 800 bytes each: the first three fit in 2,500 together, the fourth
+        // does not; 1,200 bytes in one archive are more than one may hold.
+        for name in ["a", "b", "c", "d"] {
+            let zip = zip::write(&[("x.txt", b"x"), ("1.json", &report), ("2.json", &report)]);
+            std::fs::write(dir.join(format!("{name}.zip")), zip).unwrap();
+        }
+        let three = [&report[..]; 3].concat();
+        std::fs::write(
+            dir.join("e.zip"),
+            zip::write(&[("x.txt", b"x"), ("big.json", &three)]),
+        )
+        .unwrap();
+        // A plain report file larger than an entry may be.
+        let huge = std::fs::File::create(dir.join("huge.json")).unwrap();
+        huge.set_len(zip::MAX_ENTRY as u64 + 1).unwrap();
+        drop(huge);
+        let found = all(
+            &dir,
+            Caps {
+                archive: 1_000,
+                folder: 2_500,
+            },
+        );
+        let shown = names(&found);
+        let left_out = |file: &str, why: &str| {
+            format!("left out: left out {}: {why}", dir.join(file).display())
+        };
+        assert_eq!(
+            shown,
+            [
+                "report 1".to_string(),
+                "report 2".into(),
+                "report 1".into(),
+                "report 2".into(),
+                "report 1".into(),
+                "report 2".into(),
+                left_out(
+                    "d.zip",
+                    "its reports would inflate to 800 bytes, past what the archives of one class \
+                     folder may inflate together (2500 bytes, 2400 of them taken already): not read"
+                ),
+                left_out(
+                    "e.zip",
+                    "its reports would inflate to 1200 bytes, more than an artifact of reports \
+                     may (1000 bytes; a report is a few kilobytes): not read"
+                ),
+                left_out(
+                    "huge.json",
+                    "a file of 16777217 bytes, more than a report ever holds (16777216): not read"
+                ),
+            ]
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -2,8 +2,12 @@
 //! job's artifacts (`report-ada.zip`, `artifacts.zip`): the central
 //! directory, entries stored or deflated, each checked against its CRC-32.
 //! An archive comes from a learner's CI, so nothing in it is trusted: every
-//! size and offset is checked, and an entry past [`MAX_ENTRY`] is not
-//! inflated.
+//! size and offset is checked, an entry past [`MAX_ENTRY`] is not inflated,
+//! an entry is never inflated past the size it declares, and an archive
+//! whose entries share their bytes (a zip bomb's trick: thousands of
+//! entries, one deflated stream) is refused whole. How much a whole archive
+//! and a whole class folder may inflate is the caller's to cap
+//! ([`Entry::size`] says it before anything is inflated).
 
 /// The most an entry may hold once inflated: a report is a few kilobytes.
 pub const MAX_ENTRY: usize = 16 << 20;
@@ -19,6 +23,14 @@ pub struct Entry {
     compressed: usize,
     size: usize,
     local_header: usize,
+}
+
+impl Entry {
+    /// How many bytes it holds once inflated, as its archive declares: no
+    /// more are ever inflated.
+    pub fn size(&self) -> usize {
+        self.size
+    }
 }
 
 fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
@@ -77,6 +89,30 @@ pub fn entries(archive: &[u8]) -> Result<Vec<Entry>, String> {
         }
         at += 46 + name_len + extra_len + comment_len;
     }
+    // Each entry's own bytes (its local header, name, extra field and data)
+    // may belong to no other: a writer gives every entry its own, and a zip
+    // bomb points many at one stream, each inflated again.
+    let mut spans: Vec<(usize, usize, &str)> = found
+        .iter()
+        .map(|e| {
+            let header = e.local_header;
+            let names = u16_at(archive, header + 26)
+                .zip(u16_at(archive, header + 28))
+                .map_or(0, |(name, extra)| usize::from(name) + usize::from(extra));
+            let end = header
+                .saturating_add(30 + names)
+                .saturating_add(e.compressed);
+            (header, end, e.name.as_str())
+        })
+        .collect();
+    spans.sort();
+    if let Some(pair) = spans.windows(2).find(|pair| pair[1].0 < pair[0].1) {
+        return Err(format!(
+            "its entries {:?} and {:?} share their bytes, as a zip bomb's do (no CI writes \
+             an artifact so): not read",
+            pair[0].2, pair[1].2
+        ));
+    }
     Ok(found)
 }
 
@@ -106,7 +142,8 @@ pub fn read(archive: &[u8], entry: &Entry) -> Result<Vec<u8>, String> {
         .ok_or_else(damaged)?;
     let bytes = match entry.method {
         0 => data.to_vec(),
-        8 => miniz_oxide::inflate::decompress_to_vec_with_limit(data, MAX_ENTRY)
+        // Never more than it declares (and one byte to tell it lied).
+        8 => miniz_oxide::inflate::decompress_to_vec_with_limit(data, entry.size + 1)
             .map_err(|_| damaged())?,
         other => {
             return Err(format!(
@@ -193,6 +230,60 @@ pub fn write(files: &[(&str, &[u8])]) -> Vec<u8> {
     out
 }
 
+/// An archive of `copies` entries (`0.json`, `1.json`, …) of `bytes` each,
+/// deflated once: each entry with its own copy of the stream, or, `shared`,
+/// all pointing at one, which each would inflate again (a zip bomb). What
+/// the tests refuse.
+#[cfg(test)]
+pub fn copies(copies: u16, bytes: &[u8], shared: bool) -> Vec<u8> {
+    let data = miniz_oxide::deflate::compress_to_vec(bytes, 6);
+    let crc = crc32(bytes);
+    let mut out = Vec::new();
+    let mut offsets = Vec::new();
+    for i in 0..if shared { 1 } else { copies } {
+        let name = format!("{i}.json");
+        offsets.push(out.len() as u32);
+        out.extend(0x0403_4b50u32.to_le_bytes());
+        out.extend(20u16.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out.extend(8u16.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend(crc.to_le_bytes());
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend((bytes.len() as u32).to_le_bytes());
+        out.extend((name.len() as u16).to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out.extend(name.as_bytes());
+        out.extend(&data);
+    }
+    let start = out.len() as u32;
+    for i in 0..copies {
+        let name = format!("{i}.json");
+        out.extend(0x0201_4b50u32.to_le_bytes());
+        out.extend(20u16.to_le_bytes());
+        out.extend(20u16.to_le_bytes());
+        out.extend(0u16.to_le_bytes());
+        out.extend(8u16.to_le_bytes());
+        out.extend([0u8; 4]);
+        out.extend(crc.to_le_bytes());
+        out.extend((data.len() as u32).to_le_bytes());
+        out.extend((bytes.len() as u32).to_le_bytes());
+        out.extend((name.len() as u16).to_le_bytes());
+        out.extend([0u8; 12]);
+        out.extend(offsets[if shared { 0 } else { usize::from(i) }].to_le_bytes());
+        out.extend(name.as_bytes());
+    }
+    let length = out.len() as u32 - start;
+    out.extend(0x0605_4b50u32.to_le_bytes());
+    out.extend([0u8; 4]);
+    out.extend(copies.to_le_bytes());
+    out.extend(copies.to_le_bytes());
+    out.extend(length.to_le_bytes());
+    out.extend(start.to_le_bytes());
+    out.extend(0u16.to_le_bytes());
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +318,35 @@ mod tests {
         // A directory cut short.
         let cut = &archive[..archive.len() - 30];
         assert!(entries(cut).is_err());
+        // An entry that inflates to more than it declares is refused,
+        // having inflated no more than it declared.
+        let archive = write(&[("a.txt", b""), ("report.json", &[b'x'; 100_000])]);
+        let mut small = entries(&archive).unwrap()[1].clone();
+        small.size = 10;
+        assert!(read(&archive, &small).unwrap_err().contains("damaged"));
+        // An empty entry, deflated, reads back.
+        let archive = write(&[("a.txt", b""), ("report.json", b"")]);
+        assert_eq!(read(&archive, &entries(&archive).unwrap()[1]).unwrap(), b"");
+    }
+
+    #[test]
+    fn entries_that_share_their_bytes_are_refused_whole() {
+        // 40 entries of 16 MiB, one stream of 16 KB: 640 MiB from 16 KB.
+        let zeros = vec![0u8; MAX_ENTRY];
+        let archive = copies(40, &zeros, true);
+        assert!(archive.len() < 20_000, "{}", archive.len());
+        let why = entries(&archive).unwrap_err();
+        assert!(
+            why.contains(
+                "its entries \"0.json\" and \"1.json\" share their bytes, as a zip bomb's do"
+            ),
+            "{why}"
+        );
+        // The same entries, each with bytes of its own, are an archive like
+        // any other (what it may inflate to is the caller's to cap).
+        let apart = copies(3, b"{}", false);
+        let found = entries(&apart).unwrap();
+        assert_eq!(found.len(), 3);
+        assert_eq!(read(&apart, &found[2]).unwrap(), b"{}");
     }
 }

@@ -372,6 +372,16 @@ fn artifacts_are_read_never_run_and_give_points_per_milestone() {
         &report("cy", "2026-12-01T09:40:00Z", [true, false, false]),
     );
     std::fs::write(folder.join("broken.zip"), b"PK not really").unwrap();
+    // A zip bomb: 40 entries that all point at one report.
+    std::fs::write(
+        folder.join("bomb.zip"),
+        zip_sharing(
+            "report.json",
+            report("bomb", "2026-12-01T10:00:00Z", [true; 3]).as_bytes(),
+            40,
+        ),
+    )
+    .unwrap();
     // Nothing may run: neither cargo nor bubblewrap.
     let never = [("CARGO", "/bin/false"), ("KATA_BWRAP", "/bin/false")];
     // The points of one artifact, as CI prints them, and no page.
@@ -411,12 +421,26 @@ fn artifacts_are_read_never_run_and_give_points_per_milestone() {
         "{}",
         run.err
     );
+    assert!(
+        run.err.contains(
+            "bomb.zip: its entries \"report.json\" and \"report.json\" share their bytes, \
+             as a zip bomb's do (no CI writes an artifact so): not read"
+        ),
+        "{}",
+        run.err
+    );
     assert!(folder.join("class.html").exists());
 }
 
 /// A zip archive of one stored file, as the runner reads GitHub's and
 /// GitLab's: local header, data, central directory, end record.
 fn zip_of(name: &str, bytes: &[u8]) -> Vec<u8> {
+    zip_sharing(name, bytes, 1)
+}
+
+/// A zip archive of one stored file, whose central directory lists it
+/// `copies` times: a zip bomb's trick (its entries share their bytes).
+fn zip_sharing(name: &str, bytes: &[u8], copies: u16) -> Vec<u8> {
     let crc = {
         let mut crc = !0u32;
         for &b in bytes {
@@ -443,18 +467,22 @@ fn zip_of(name: &str, bytes: &[u8]) -> Vec<u8> {
     out.extend(name.as_bytes());
     out.extend(bytes);
     let directory = out.len() as u32;
-    out.extend(0x0201_4b50u32.to_le_bytes());
-    out.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-    out.extend(crc.to_le_bytes());
-    out.extend(size.to_le_bytes());
-    out.extend(size.to_le_bytes());
-    out.extend(n.to_le_bytes());
-    out.extend([0u8; 12]);
-    out.extend(0u32.to_le_bytes());
-    out.extend(name.as_bytes());
+    for _ in 0..copies {
+        out.extend(0x0201_4b50u32.to_le_bytes());
+        out.extend([20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        out.extend(crc.to_le_bytes());
+        out.extend(size.to_le_bytes());
+        out.extend(size.to_le_bytes());
+        out.extend(n.to_le_bytes());
+        out.extend([0u8; 12]);
+        out.extend(0u32.to_le_bytes());
+        out.extend(name.as_bytes());
+    }
     let length = out.len() as u32 - directory;
     out.extend(0x0605_4b50u32.to_le_bytes());
-    out.extend([0, 0, 0, 0, 1, 0, 1, 0]);
+    out.extend([0, 0, 0, 0]);
+    out.extend(copies.to_le_bytes());
+    out.extend(copies.to_le_bytes());
     out.extend(length.to_le_bytes());
     out.extend(directory.to_le_bytes());
     out.extend(0u16.to_le_bytes());
