@@ -15,8 +15,9 @@ mod view;
 pub mod workflow;
 mod zip;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::time::SystemTime;
 
 pub use points::Point;
 pub use sandbox::Limits;
@@ -35,7 +36,8 @@ pub struct Options {
 }
 
 /// A learner's reports, oldest first (several when the folder holds reports
-/// collected over time).
+/// collected over time), as they were downloaded: a report's own `when` is
+/// the word of the machine that made it.
 #[derive(Debug, Clone)]
 pub struct Learner {
     pub name: String,
@@ -61,6 +63,9 @@ pub struct Class {
     pub not_run: Vec<(String, String)>,
     /// What was left out of the folder, each a sentence.
     pub left_out: Vec<String>,
+    /// What the instructor should know of what was read, each a sentence: a
+    /// report that names another learner than the place it was found in.
+    pub warnings: Vec<String>,
     /// How the checkouts ran, when there were any: a sentence.
     pub how: Option<String>,
 }
@@ -81,9 +86,37 @@ pub fn parse(text: &str) -> Result<Report, String> {
     }
 }
 
+/// How far in the future a report's time may be, for a clock a little
+/// fast, in seconds.
+const SKEW: i64 = 3_600;
+
+/// Whether a report that names its learner `claimed`, found where the name is
+/// `place`, names the same learner: the same name as a download writes it
+/// (`ada`, `Ada`), or a path that ends in it, as GitLab's projects name
+/// theirs (`class/ada-kata` for a folder `ada-kata`, or the artifact
+/// `class-ada-kata`).
+pub fn same_learner(place: &str, claimed: &str) -> bool {
+    let plain = |name: &str| -> String {
+        name.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|part| !part.is_empty())
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let (place, claimed) = (plain(place), plain(claimed));
+    claimed == place || (!place.is_empty() && claimed.ends_with(&format!("-{place}")))
+}
+
 /// Reads every report and artifact in `path` (a folder, one report or one
 /// archive) and runs every checkout in it as `options` say; `progress` is
 /// told what happens next. An error is a sentence naming the folder.
+///
+/// A report belongs to the learner its place names (the folder or file the
+/// instructor downloaded it as), never to the one it names itself, which the
+/// learner wrote: a report that names someone else is shown as the place's,
+/// with a warning. A learner's reports are ordered as they were downloaded
+/// (by when their file was written), never by the time they claim, and one
+/// that claims a time in the future is left out.
 pub fn collect(
     kata: &Path,
     lessons: &[Entry],
@@ -92,16 +125,49 @@ pub fn collect(
     mut progress: impl FnMut(&str),
 ) -> Result<Class, String> {
     let mut class = Class::default();
-    let mut by_name: BTreeMap<String, Vec<Report>> = BTreeMap::new();
+    // Each learner's reports, with when their file was written and the
+    // order they were found in.
+    type Kept = (Option<SystemTime>, usize, Report);
+    let mut by_name: BTreeMap<String, Vec<Kept>> = BTreeMap::new();
     let mut checkouts = Vec::new();
+    let now = SystemTime::now();
+    let now_secs = report::parse_utc(&report::now_utc()).unwrap_or(i64::MAX);
+    let mut order = 0;
     // Each report is read as it is found, and its text dropped.
     found::search(path, |thing| match thing {
-        found::Found::Report { origin, name, text } => match parse(&text) {
-            // Reports of one learner collected over time share a name.
-            Ok(report) => by_name
-                .entry(report.learner.clone().unwrap_or(name))
-                .or_default()
-                .push(report),
+        found::Found::Report {
+            origin,
+            name,
+            modified,
+            text,
+        } => match parse(&text) {
+            Ok(report) => {
+                if report::parse_utc(&report.when)
+                    .is_some_and(|when| when > now_secs.saturating_add(SKEW))
+                {
+                    class.left_out.push(format!(
+                        "left out {origin}: it says it was made at {}, in the future (it is {} \
+                         here)",
+                        report.when,
+                        report::now_utc()
+                    ));
+                    return;
+                }
+                if let Some(claimed) = &report.learner {
+                    if !same_learner(&name, claimed) {
+                        class.warnings.push(format!(
+                            "{origin} says it is the report of {claimed:?}; it is shown as \
+                             {name:?}'s, the name of where it was found"
+                        ));
+                    }
+                }
+                // Reports of one learner collected over time share a name.
+                order += 1;
+                by_name
+                    .entry(name)
+                    .or_default()
+                    .push((modified, order, report));
+            }
             Err(why) => class.left_out.push(format!("left out {origin}: {why}")),
         },
         found::Found::Checkout { name, path } => checkouts.push((name, path)),
@@ -110,8 +176,13 @@ pub fn collect(
     // A folder of reports alone runs nothing.
     if !checkouts.is_empty() {
         let ran = checkouts::run(kata, lessons, path, &checkouts, options, &mut progress)?;
+        // What a checkout's run reports is its learner's newest.
         for (name, report) in ran.reports {
-            by_name.entry(name).or_default().push(report);
+            order += 1;
+            by_name
+                .entry(name)
+                .or_default()
+                .push((Some(now), order, report));
         }
         class.not_run = ran.not_run;
         class.left_out.extend(ran.left_out);
@@ -134,11 +205,17 @@ pub fn collect(
     }
     class.learners = by_name
         .into_iter()
-        .map(|(name, mut reports)| {
-            reports.sort_by_key(|r| report::parse_utc(&r.when).unwrap_or(0));
+        .map(|(name, mut kept)| {
+            // As downloaded; in the order found when two were at once.
+            kept.sort_by_key(|(modified, order, _)| (*modified, *order));
             // The same report found twice (an archive and the folder it
-            // unzips to) counts once.
-            reports.dedup_by(|a, b| serde_json::to_string(a).ok() == serde_json::to_string(b).ok());
+            // unzips to) counts once, where it was first.
+            let mut seen = HashSet::new();
+            let reports = kept
+                .into_iter()
+                .map(|(_, _, report)| report)
+                .filter(|r| seen.insert(serde_json::to_string(r).unwrap_or_default()))
+                .collect();
             Learner { name, reports }
         })
         .collect();
@@ -605,6 +682,121 @@ mod tests {
             assert!(said.contains(&line), "{line}\nnot in\n{said}");
         }
         assert_eq!(class.left_out.len(), 3, "{said}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_report_is_its_place_s_and_the_latest_is_the_last_downloaded() {
+        let dir = folder("whose");
+        let text = |who: &str, when: &str, state: &str| {
+            serde_json::to_string(&report(
+                who,
+                when,
+                vec![lesson_report(1, state, 0, Some("x"))],
+            ))
+            .unwrap()
+        };
+        let put = |file: &str, bytes: &[u8], minute: u64| {
+            let path = dir.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, bytes).unwrap();
+            let when = SystemTime::UNIX_EPOCH
+                + std::time::Duration::from_secs(1_800_000_000 + minute * 60);
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(when)
+                .unwrap();
+        };
+        put(
+            "alice/report.json",
+            text("alice", "2026-12-01T10:00:00Z", "failing").as_bytes(),
+            0,
+        );
+        // Bob's artifact says it is Alice's, and newer: it stays Bob's.
+        put(
+            "report-bob.zip",
+            &zip::write(&[(
+                "report.json",
+                text("alice", "2026-12-01T10:30:00Z", "passed").as_bytes(),
+            )]),
+            1,
+        );
+        // A report of Alice's that claims to come from the future.
+        put(
+            "alice/report (1).json",
+            text("alice", "2099-01-01T00:00:00Z", "passed").as_bytes(),
+            2,
+        );
+        // Cy's artifacts downloaded twice: the second download is the latest,
+        // whatever time each claims.
+        put(
+            "cy/artifacts.zip",
+            &zip::write(&[(
+                "report.json",
+                text("cy", "2026-12-01T10:30:00Z", "passed").as_bytes(),
+            )]),
+            3,
+        );
+        put(
+            "cy/artifacts (1).zip",
+            &zip::write(&[(
+                "report.json",
+                text("cy", "2026-12-01T10:00:00Z", "failing").as_bytes(),
+            )]),
+            4,
+        );
+        // GitLab names a learner by their project's path: no warning.
+        put(
+            "dee/report.json",
+            text("class/dee", "2026-12-01T10:00:00Z", "passed").as_bytes(),
+            5,
+        );
+        let class = collect(Path::new("."), &lessons(1), &dir, &options(), |_| {}).unwrap();
+        let rows: Vec<(&str, usize, &str)> = class
+            .learners
+            .iter()
+            .map(|l| {
+                (
+                    l.name.as_str(),
+                    l.reports.len(),
+                    l.latest().lessons[0].state.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("alice", 1, "failing"),
+                ("bob", 1, "passed"),
+                ("cy", 2, "failing"),
+                ("dee", 1, "passed")
+            ]
+        );
+        let path = |file: &str| dir.join(file).display().to_string();
+        assert_eq!(
+            class.warnings,
+            [format!(
+                "{} (report.json) says it is the report of \"alice\"; it is shown as \"bob\"'s, \
+                 the name of where it was found",
+                path("report-bob.zip")
+            )]
+        );
+        assert_eq!(class.left_out.len(), 1, "{:?}", class.left_out);
+        assert!(
+            class.left_out[0].starts_with(&format!(
+                "left out {}: it says it was made at 2099-01-01T00:00:00Z, in the future (it is ",
+                path("alice/report (1).json")
+            )),
+            "{:?}",
+            class.left_out
+        );
+        assert!(same_learner("ada-kata", "class/ada-kata"));
+        assert!(same_learner("class-ada-kata", "class/ada-kata"));
+        assert!(same_learner("Ada", "ada"));
+        assert!(!same_learner("bob", "alice"));
+        assert!(!same_learner("", "alice"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -6,9 +6,14 @@
 //! link could lead anywhere. Each thing is handed over as it is found, so
 //! that no more than one report's text is held at once, and what archives
 //! may inflate is capped, each archive and the whole folder ([`Caps`]).
+//!
+//! A report is named for where the instructor got it ([`name_for`]), never
+//! by what it says of itself nor by the paths inside an archive: those the
+//! learner wrote.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use super::zip;
 
@@ -46,11 +51,13 @@ impl Caps {
 /// One thing found in a class folder.
 #[derive(Debug)]
 pub enum Found {
-    /// A report's text, and the learner's name its place suggests (used
-    /// when the report names nobody).
+    /// A report's text, the learner's name its place gives, and when the
+    /// file that holds it (the report, or its archive) was last written:
+    /// when it was downloaded.
     Report {
         origin: String,
         name: String,
+        modified: Option<SystemTime>,
         text: String,
     },
     /// A learner's checkout: its name and folder.
@@ -64,6 +71,9 @@ pub enum Found {
 struct Search<'v> {
     caps: Caps,
     inflated: u64,
+    /// The name of the folder searched, for a report with no name of its own
+    /// below it (`artifacts.zip` in `class/ada/`).
+    outer: Option<String>,
     visit: &'v mut dyn FnMut(Found),
 }
 
@@ -80,9 +90,14 @@ pub fn search_within(path: &Path, caps: Caps, mut visit: impl FnMut(Found)) -> R
     let mut search = Search {
         caps,
         inflated: 0,
+        outer: None,
         visit: &mut visit,
     };
     if meta.is_dir() {
+        search.outer = path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
         search.walk(path, &[], 0)?;
     } else {
         let parent = path
@@ -105,22 +120,48 @@ pub fn search_within(path: &Path, caps: Caps, mut visit: impl FnMut(Found)) -> R
     Ok(())
 }
 
-/// A learner's name from where a report was found: the file's stem, unless
-/// it is a name every artifact has (`report.json`, `artifacts.zip`), then
-/// the nearest folder or archive around it that has a name of its own.
-fn name_for(folders: &[String], file: &str) -> String {
+/// A learner's name from where a report was found, `file` (a report, or
+/// the archive that holds it) in `folders`: the file's name, unless it is a
+/// name every artifact has (`report.json`, `artifacts.zip`), then the
+/// nearest folder around it that has a name of its own. Each name is taken
+/// as a download gives it, less what the download added: the `report-`
+/// before the repository's name in the GitHub workflow's artifacts, and a
+/// browser's ` (1)` for a second copy. `class/report-ada.zip`,
+/// `class/ada/report.json`, `class/ada/artifacts (1).zip` and
+/// `class/monday/ada.json` are ada's.
+fn name_for(outer: Option<&str>, folders: &[String], file: &str) -> String {
     let generic = |name: &str| {
-        ["report", "artifacts", "artifact"]
-            .iter()
-            .any(|g| name.eq_ignore_ascii_case(g))
+        name.is_empty()
+            || ["report", "artifacts", "artifact"]
+                .iter()
+                .any(|g| name.eq_ignore_ascii_case(g))
     };
     let stem = file.rsplit_once('.').map_or(file, |(stem, _)| stem);
-    if generic(stem) {
-        if let Some(folder) = folders.iter().rev().find(|f| !generic(f)) {
-            return folder.clone();
+    let around = folders.iter().map(String::as_str).rev().chain(outer);
+    std::iter::once(stem)
+        .chain(around)
+        .map(bare)
+        .find(|name| !generic(name))
+        .unwrap_or_else(|| bare(stem))
+        .to_string()
+}
+
+/// A name less what a download added to it: a browser's ` (1)` or `(2)`
+/// after a second copy, and a `report-` before it.
+fn bare(name: &str) -> &str {
+    let mut name = name.trim();
+    if let Some((before, count)) = name.strip_suffix(')').and_then(|n| n.rsplit_once('(')) {
+        let before = before.trim_end();
+        if !before.is_empty() && !count.is_empty() && count.bytes().all(|b| b.is_ascii_digit()) {
+            name = before;
         }
     }
-    stem.to_string()
+    match name.get(.."report-".len()) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("report-") && name.len() > prefix.len() => {
+            &name[prefix.len()..]
+        }
+        _ => name,
+    }
 }
 
 impl Search<'_> {
@@ -169,9 +210,10 @@ impl Search<'_> {
         let lower = name.to_ascii_lowercase();
         if lower.ends_with(".json") {
             let found = match read_report(&path) {
-                Ok(bytes) => Found::Report {
+                Ok((bytes, modified)) => Found::Report {
                     origin: path.display().to_string(),
-                    name: name_for(folders, name),
+                    name: name_for(self.outer.as_deref(), folders, name),
+                    modified,
                     text: String::from_utf8_lossy(&bytes).into_owned(),
                 },
                 Err(why) => Found::LeftOut(format!("left out {}: {why}", path.display())),
@@ -183,11 +225,11 @@ impl Search<'_> {
     }
 
     /// The reports in an archive: its `*.json` entries, each named for the
-    /// archive (or for its folder inside the archive), read one at a time
-    /// within the caps.
+    /// archive (never for the paths inside it, which the learner's CI
+    /// wrote), read one at a time within the caps.
     fn archive(&mut self, path: &Path, folders: &[String], name: &str) {
         let left_out = |why: String| Found::LeftOut(format!("left out {}: {why}", path.display()));
-        match std::fs::metadata(path) {
+        let modified = match std::fs::metadata(path) {
             Ok(m) if m.len() > MAX_ARCHIVE => {
                 return (self.visit)(left_out(format!(
                     "an archive of {} bytes, larger than an artifact of reports ({MAX_ARCHIVE})",
@@ -195,8 +237,8 @@ impl Search<'_> {
                 )));
             }
             Err(e) => return (self.visit)(left_out(format!("cannot read it ({e})"))),
-            Ok(_) => {}
-        }
+            Ok(m) => m.modified().ok(),
+        };
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(e) => return (self.visit)(left_out(format!("cannot read it ({e})"))),
@@ -230,21 +272,13 @@ impl Search<'_> {
             )));
         }
         self.inflated += declared;
-        let stem = name.get(..name.len() - ".zip".len()).unwrap_or(name);
+        let learner = name_for(self.outer.as_deref(), folders, name);
         for entry in reports {
-            let mut inner = folders.to_vec();
-            inner.push(stem.to_string());
-            let (within, file) = entry.name.rsplit_once('/').unwrap_or(("", &entry.name));
-            inner.extend(
-                within
-                    .split('/')
-                    .filter(|s| !s.is_empty())
-                    .map(String::from),
-            );
             let found = match zip::read(&bytes, entry) {
                 Ok(text) => Found::Report {
                     origin: format!("{} ({})", path.display(), entry.name),
-                    name: name_for(&inner, file),
+                    name: learner.clone(),
+                    modified,
                     text: String::from_utf8_lossy(&text).into_owned(),
                 },
                 Err(why) => left_out(why),
@@ -255,8 +289,9 @@ impl Search<'_> {
 }
 
 /// A report file's bytes, if it is no larger than a report ever is (an entry
-/// of an archive may hold no more, [`zip::MAX_ENTRY`]); an error is why not.
-fn read_report(path: &Path) -> Result<Vec<u8>, String> {
+/// of an archive may hold no more, [`zip::MAX_ENTRY`]), and when it was last
+/// written; an error is why not.
+fn read_report(path: &Path) -> Result<(Vec<u8>, Option<SystemTime>), String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read it ({e})"))?;
     let too_big = |size: u64| {
         format!(
@@ -264,7 +299,8 @@ fn read_report(path: &Path) -> Result<Vec<u8>, String> {
             zip::MAX_ENTRY
         )
     };
-    let size = file.metadata().map_or(0, |m| m.len());
+    let meta = file.metadata().ok();
+    let size = meta.as_ref().map_or(0, |m| m.len());
     if size > zip::MAX_ENTRY as u64 {
         return Err(too_big(size));
     }
@@ -276,7 +312,7 @@ fn read_report(path: &Path) -> Result<Vec<u8>, String> {
     if bytes.len() > zip::MAX_ENTRY {
         return Err(too_big(bytes.len() as u64));
     }
-    Ok(bytes)
+    Ok((bytes, meta.and_then(|m| m.modified().ok())))
 }
 
 #[cfg(test)]
@@ -310,36 +346,59 @@ mod tests {
             std::fs::write(path, bytes).unwrap();
         };
         // GitHub's download of one artifact, as an archive and unzipped by
-        // `gh run download -D class/bo`; GitLab's artifacts.zip in a folder
-        // per learner; a report named for its learner; a checkout.
+        // `gh run download -D class/bo`, with `-p` (a folder per artifact)
+        // or `-n` (none); GitLab's artifacts.zip in a folder per learner, a
+        // second time as a browser names it; reports named for their
+        // learners, in a folder of a day; a checkout; an archive whose
+        // entries name someone else, and an archive named like every other.
         put(
             "report-ada.zip",
             &super::super::zip::write(&[("report.json", b"{}")]),
         );
         put("bo/report.json", b"{}");
+        put("bo/report-bo/report.json", b"{}");
         put(
             "group/cy/artifacts.zip",
             &super::super::zip::write(&[("report.json", b"{}"), ("notes.txt", b"x")]),
         );
+        put(
+            "group/cy/artifacts (1).zip",
+            &super::super::zip::write(&[("report.json", b"{}")]),
+        );
         put("dee.json", b"{}");
+        put("monday/dee.json", b"{}");
         put("eve/lessons/lesson_01.rs", b"");
         put("eve/report.json", b"{}");
+        put(
+            "report-fay.zip",
+            &super::super::zip::write(&[("x.txt", b""), ("ada/ada.json", b"{}")]),
+        );
         put("notes.zip", &super::super::zip::write(&[("a.txt", b"x")]));
+        put(
+            "artifacts.zip",
+            &super::super::zip::write(&[("report.json", b"{}")]),
+        );
         put("class.html", b"<html>");
         let found = all(&dir, Caps::DEFAULT);
+        let folder = dir.file_name().unwrap().to_string_lossy();
         assert_eq!(
             names(&found),
             [
-                "report bo".to_string(),
+                format!("report {folder}"),
+                "report bo".into(),
+                "report bo".into(),
                 "report dee".into(),
                 // A checkout's folder is not searched for reports.
                 "checkout eve".into(),
                 "report cy".into(),
+                "report cy".into(),
+                "report dee".into(),
                 format!(
                     "left out: left out {}: an archive with no report (*.json) in it",
                     dir.join("notes.zip").display()
                 ),
-                "report report-ada".into(),
+                "report ada".into(),
+                "report fay".into(),
             ]
         );
         // One report, or one archive, alone.
@@ -349,8 +408,12 @@ mod tests {
         );
         assert_eq!(
             names(&all(&dir.join("report-ada.zip"), Caps::DEFAULT)),
-            ["report report-ada"]
+            ["report ada"]
         );
+        assert_eq!(bare("report-ada (2)"), "ada");
+        assert_eq!(bare("ada(12)"), "ada");
+        assert_eq!(bare("(1)"), "(1)");
+        assert_eq!(bare("report-"), "report-");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -390,12 +453,12 @@ mod tests {
         assert_eq!(
             shown,
             [
-                "report 1".to_string(),
-                "report 2".into(),
-                "report 1".into(),
-                "report 2".into(),
-                "report 1".into(),
-                "report 2".into(),
+                "report a".to_string(),
+                "report a".into(),
+                "report b".into(),
+                "report b".into(),
+                "report c".into(),
+                "report c".into(),
                 left_out(
                     "d.zip",
                     "its reports would inflate to 800 bytes, past what the archives of one class \

@@ -57,6 +57,9 @@ pub fn class(root: &Path, lessons: &[Entry], args: ClassArgs) -> Done {
     for note in &found.left_out {
         eprintln!("{}", class::printable(note));
     }
+    for warning in &found.warnings {
+        eprintln!("warning: {}", class::printable(warning));
+    }
     let code = if found.not_run.is_empty() {
         ExitCode::SUCCESS
     } else {

@@ -350,10 +350,20 @@ fn artifacts_are_read_never_run_and_give_points_per_milestone() {
     let folder = fresh(&kata.parent().unwrap().join("tiny-artifacts"));
     // As GitHub and GitLab deliver them: an archive named for the learner's
     // repository, an unzipped folder, an archive in a folder per learner,
-    // and two reports of one learner over time.
+    // and two reports of one learner over time, downloaded in turn.
     let zip = |path: &Path, report: &str| {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, zip_of("report.json", report.as_bytes())).unwrap();
+    };
+    let downloaded = |path: &Path, minute: u64| {
+        let when =
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000 + minute * 60);
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(when)
+            .unwrap();
     };
     zip(
         &folder.join("report-ada.zip"),
@@ -367,9 +377,17 @@ fn artifacts_are_read_never_run_and_give_points_per_milestone() {
         &folder.join("cy/artifacts.zip"),
         &report("cy", "2026-12-01T09:00:00Z", [true, false, false]),
     );
+    downloaded(&folder.join("cy/artifacts.zip"), 0);
+    // A browser names the second download so.
     zip(
-        &folder.join("cy/later/artifacts.zip"),
+        &folder.join("cy/artifacts (1).zip"),
         &report("cy", "2026-12-01T09:40:00Z", [true, false, false]),
+    );
+    downloaded(&folder.join("cy/artifacts (1).zip"), 40);
+    // Eve's artifact says it is Ada's, newer and better: it stays Eve's.
+    zip(
+        &folder.join("report-eve.zip"),
+        &report("ada", "2026-12-01T11:00:00Z", [true; 3]),
     );
     std::fs::write(folder.join("broken.zip"), b"PK not really").unwrap();
     // A zip bomb: 40 entries that all point at one report.
@@ -404,12 +422,22 @@ fn artifacts_are_read_never_run_and_give_points_per_milestone() {
     assert!(!folder.join("class.html").exists());
     let run = class(&kata, &[folder.to_str().unwrap()], &never);
     assert_eq!(run.code, 0, "{}{}", run.out, run.err);
-    assert!(run.out.contains("class of 3 learners"), "{}", run.out);
+    assert!(run.out.contains("class of 4 learners"), "{}", run.out);
     assert!(!run.out.contains("checkouts:"), "{}", run.out);
     assert!(run.out.contains("ada  +1.  2/4 points"), "{}", run.out);
     assert!(run.out.contains("bo   +2.  3/4 points"), "{}", run.out);
+    assert!(run.out.contains("eve  +3.  4/4 points"), "{}", run.out);
     assert!(run.out.contains("  02  Calls"), "{}", run.out);
-    assert!(run.out.contains("1: 3, 2: 1, 3: 0"), "{}", run.out);
+    assert!(run.out.contains("1: 4, 2: 2, 3: 1"), "{}", run.out);
+    assert!(
+        run.err.contains(&format!(
+            "warning: {} (report.json) says it is the report of \"ada\"; it is shown as \
+             \"eve\"'s, the name of where it was found",
+            folder.join("report-eve.zip").display()
+        )),
+        "{}",
+        run.err
+    );
     assert!(
         run.out
             .contains("cy on lesson 02: the same failure for 40 min"),

@@ -436,14 +436,17 @@ fn class_shows_reports_and_checkouts_without_touching_them() {
     let folder = kata.parent().unwrap().join("class");
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder).unwrap();
-    // Three reports: one learner twice, half an hour apart, stuck on the
-    // same failure; one learner whose lessons all pass.
+    // Three reports: one learner twice, half an hour apart (collected in a
+    // folder each time), stuck on the same failure; one learner whose
+    // lessons all pass.
     let run = runner(&["report", "--json", "--name", "ada"]);
     let mut ada: serde_json::Value = serde_json::from_str(&run.out).expect("JSON");
     ada["when"] = "2026-12-01T10:00:00Z".into();
-    std::fs::write(folder.join("ada-1000.json"), ada.to_string()).unwrap();
+    std::fs::create_dir_all(folder.join("1000")).unwrap();
+    std::fs::write(folder.join("1000/ada.json"), ada.to_string()).unwrap();
     ada["when"] = "2026-12-01T10:30:00Z".into();
-    std::fs::write(folder.join("ada-1030.json"), ada.to_string()).unwrap();
+    std::fs::create_dir_all(folder.join("1030")).unwrap();
+    std::fs::write(folder.join("1030/ada.json"), ada.to_string()).unwrap();
     let mut cy = ada.clone();
     cy["learner"] = "cy".into();
     for lesson in cy["lessons"].as_array_mut().unwrap() {
