@@ -49,9 +49,10 @@ impl Learner {
         self.reports.last().expect("a learner has a report")
     }
 
-    /// Each milestone (or whole lesson) of the latest report, reached or not.
-    pub fn points(&self) -> Vec<Point> {
-        points::points(self.latest())
+    /// Each milestone (or whole lesson) of the catalog, `lessons`, reached
+    /// or not as the latest report says.
+    pub fn points(&self, lessons: &[Entry]) -> Vec<Point> {
+        points::points(lessons, self.latest())
     }
 }
 
@@ -252,22 +253,21 @@ fn lesson(report: &Report, number: u32) -> Option<&LessonReport> {
 }
 
 /// A lesson's milestones as the class reached them: `(number, title, how
-/// many learners reached it)`, from the learners' latest reports (the
-/// titles of the latest that lists them); empty for a lesson without.
-pub fn milestones_reached(number: u32, class: &[Learner]) -> Vec<(usize, String, usize)> {
-    let mut found: BTreeMap<usize, (String, usize)> = BTreeMap::new();
+/// many learners reached it)`, the catalog's milestones scored as the
+/// points are; empty for a lesson without.
+pub fn milestones_reached(entry: &Entry, class: &[Learner]) -> Vec<(usize, String, usize)> {
+    let lessons = std::slice::from_ref(entry);
+    let mut out: Vec<(usize, String, usize)> = entry
+        .milestones
+        .iter()
+        .map(|m| (m.number, m.title.clone(), 0))
+        .collect();
     for learner in class {
-        let milestones = lesson(learner.latest(), number).map(|l| l.milestones.as_slice());
-        for m in milestones.unwrap_or_default() {
-            let seen = found.entry(m.number).or_insert((m.title.clone(), 0));
-            seen.0 = m.title.clone();
-            seen.1 += usize::from(m.reached);
+        for (point, seen) in learner.points(lessons).iter().zip(&mut out) {
+            seen.2 += usize::from(point.reached);
         }
     }
-    found
-        .into_iter()
-        .map(|(n, (title, count))| (n, title, count))
-        .collect()
+    out
 }
 
 /// The checks that fail most often, with the learners they fail for, most
@@ -389,6 +389,11 @@ mod tests {
     /// The lessons of a catalog of `count` lessons, read as the runner reads
     /// the kata's.
     fn lessons(count: u32) -> Vec<Entry> {
+        lessons_with(count, 0)
+    }
+
+    /// The same, lesson 2 cut into `milestones` milestones, `Step 1`, ….
+    fn lessons_with(count: u32, milestones: usize) -> Vec<Entry> {
         // A folder of its own for each call: the tests run at once.
         static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -401,6 +406,11 @@ mod tests {
                      type = \"X\"\nalgorithm = \"FixedWindow\"\n\n"
                 )
             })
+            .chain((1..=milestones).map(|k| {
+                format!(
+                    "[[milestone]]\nlesson = 2\ntitle = \"Step {k}\"\nchecks = \"step_{k}\"\n\n"
+                )
+            }))
             .collect();
         std::fs::write(dir.join("lessons/lessons.toml"), toml).unwrap();
         let found = crate::runner::lessons(&dir).unwrap();
@@ -551,7 +561,7 @@ mod tests {
 
     #[test]
     fn milestones_show_as_digits_and_points_and_refusals_are_named() {
-        let lessons = lessons(2);
+        let lessons = lessons_with(2, 3);
         let text = |who: &str, reached: [bool; 3], failure: &str| {
             serde_json::json!({
                 "schema": report::SCHEMA, "learner": who, "when": "2026-12-01T10:00:00Z",
@@ -593,7 +603,7 @@ mod tests {
             ..Class::default()
         };
         assert_eq!(
-            milestones_reached(2, &class.learners),
+            milestones_reached(&lessons[1], &class.learners),
             [
                 (1, "Step 1".into(), 2),
                 (2, "Step 2".into(), 2),
@@ -613,7 +623,7 @@ mod tests {
         );
         let page = html(&lessons, &class);
         assert!(page.contains("Step 3") && page.contains("2/4"), "{page}");
-        let points = points_tables(&class);
+        let points = points_tables(&lessons, &class);
         assert!(
             points.contains("points of ada (2026-12-01T10:00:00Z): 2 of 4"),
             "{points}"

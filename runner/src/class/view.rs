@@ -10,16 +10,19 @@ use super::{
 use crate::runner::Entry;
 
 /// A learner's mark for a lesson: `+` passed, `!` does not compile, `.` not
-/// started, `x` failing, or, failing with some of its milestones reached,
-/// how many.
+/// started, `x` failing, or, failing with some of its milestones reached (as
+/// the points count them), how many.
 fn mark(learner: &Learner, entry: &Entry) -> char {
     let state = lesson(learner.latest(), entry.number).map(|l| l.state.as_str());
     match state {
         Some("passed") => '+',
         Some("does_not_compile") => '!',
         Some("failing") | Some("timed_out") => {
-            let reached = lesson(learner.latest(), entry.number)
-                .map_or(0, |l| l.milestones.iter().filter(|m| m.reached).count());
+            let reached = learner
+                .points(std::slice::from_ref(entry))
+                .iter()
+                .filter(|p| p.milestone.is_some() && p.reached)
+                .count();
             match reached {
                 1..=9 => char::from_digit(reached as u32, 10).unwrap_or('x'),
                 _ => 'x',
@@ -30,14 +33,14 @@ fn mark(learner: &Learner, entry: &Entry) -> char {
 }
 
 /// `3/18 points`
-fn score(learner: &Learner) -> String {
-    let (reached, of) = super::points::score(&learner.points());
+fn score(lessons: &[Entry], learner: &Learner) -> String {
+    let (reached, of) = super::points::score(&learner.points(lessons));
     format!("{reached}/{of} points")
 }
 
 /// `1: 4, 2: 1, 3: 0`: how many learners reached each milestone of a lesson.
-fn reached_line(number: u32, class: &Class) -> String {
-    milestones_reached(number, &class.learners)
+fn reached_line(entry: &Entry, class: &Class) -> String {
+    milestones_reached(entry, &class.learners)
         .iter()
         .map(|(k, _, count)| format!("{k}: {count}"))
         .collect::<Vec<_>>()
@@ -71,7 +74,7 @@ pub fn table(lessons: &[Entry], class: &Class) -> String {
             t.passed,
             t.failing,
             t.not_started,
-            reached_line(entry.number, class)
+            reached_line(entry, class)
         );
         let _ = writeln!(out, "{}", line.trim_end());
     }
@@ -84,7 +87,11 @@ pub fn table(lessons: &[Entry], class: &Class) -> String {
     let name_width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     for (learner, name) in learners.iter().zip(&names) {
         let marks: String = lessons.iter().map(|e| mark(learner, e)).collect();
-        let _ = writeln!(out, "  {name:<name_width$}  {marks}  {}", score(learner));
+        let _ = writeln!(
+            out,
+            "  {name:<name_width$}  {marks}  {}",
+            score(lessons, learner)
+        );
     }
     let common = common_failures(learners);
     if !common.is_empty() {
@@ -127,13 +134,13 @@ pub fn table(lessons: &[Entry], class: &Class) -> String {
     out
 }
 
-/// Every learner's points, milestone by milestone: what CI prints
-/// (`cargo run -- class report.json --points`).
-pub fn points_tables(class: &Class) -> String {
+/// Every learner's points, milestone by milestone of the catalog, `lessons`:
+/// what CI prints (`cargo run -- class report.json --points`).
+pub fn points_tables(lessons: &[Entry], class: &Class) -> String {
     class
         .learners
         .iter()
-        .map(|l| super::points::table(&l.name, l.latest()))
+        .map(|l| super::points::table(lessons, &l.name, l.latest()))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -186,7 +193,7 @@ pub fn html(lessons: &[Entry], class: &Class) -> String {
     page.push_str("</table>\n");
     let mut rows = String::new();
     for entry in lessons {
-        for (k, title, count) in milestones_reached(entry.number, learners) {
+        for (k, title, count) in milestones_reached(entry, learners) {
             let _ = writeln!(
                 rows,
                 "<tr><td>{:02}.{k}</td><td>{}</td><td>{count} of {}</td></tr>",
@@ -225,7 +232,7 @@ pub fn html(lessons: &[Entry], class: &Class) -> String {
                 "<td class=\"cell {class_name}\" title=\"{title}\">{shown}</td>"
             );
         }
-        let (reached, of) = super::points::score(&learner.points());
+        let (reached, of) = super::points::score(&learner.points(lessons));
         let _ = writeln!(page, "<td>{reached}/{of}</td></tr>");
     }
     page.push_str("</table>\n");

@@ -258,6 +258,45 @@ mod tests {
     }
 
     #[test]
+    fn the_points_ci_prints_are_the_graders_whatever_the_report_lists() {
+        let lessons = crate::runner::lessons(&kata()).unwrap();
+        let graders: Vec<String> = graders(&lessons).into_iter().map(|g| g.name).collect();
+        // A report that lists nothing, and one that lists a lesson twice and
+        // one the catalog does not hold: `class --points` prints a line per
+        // grader, in order, and its total is the graders' maximum.
+        let empty = crate::report::Report {
+            schema: crate::report::SCHEMA.into(),
+            learner: Some("ada".into()),
+            when: "2026-12-01T10:00:00Z".into(),
+            commit: None,
+            lessons: Vec::new(),
+        };
+        let mut odd = empty.clone();
+        let lesson = |n: u32| -> crate::report::LessonReport {
+            serde_json::from_value(serde_json::json!({
+                "number": n, "name": format!("lesson_{n:02}"), "title": "x", "state": "passed",
+                "file": "", "hints_shown": 0, "checks": 1, "failed": 0, "first_failure": null,
+                "compiler_error": null, "failing": []
+            }))
+            .unwrap()
+        };
+        odd.lessons = vec![lesson(1), lesson(1), lesson(42)];
+        for report in [&empty, &odd] {
+            let points = crate::class::points::points(&lessons, report);
+            let lines: Vec<String> = points
+                .iter()
+                .map(|p| format!("{} {}", p.label(), p.title))
+                .collect();
+            assert_eq!(lines, graders);
+            let table = crate::class::points::table(&lessons, "ada", report);
+            assert!(
+                table.contains(&format!(" of {}\n", graders.len())),
+                "{table}"
+            );
+        }
+    }
+
+    #[test]
     fn the_gitlab_job_makes_the_same_report_and_prints_the_same_points() {
         let job = std::fs::read_to_string(kata().join(GITLAB)).unwrap();
         for line in [REPORT, POINTS] {

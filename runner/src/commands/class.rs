@@ -66,7 +66,7 @@ pub fn class(root: &Path, lessons: &[Entry], args: ClassArgs) -> Done {
         ExitCode::FAILURE
     };
     if args.points {
-        print!("{}", class::points_tables(&found));
+        print!("{}", class::points_tables(lessons, &found));
         return Ok(code);
     }
     print!("{}", class::table(lessons, &found));
