@@ -799,11 +799,11 @@ mod tests {
         git(&["init", "-q"]);
         git(&["add", "Cargo.toml", "src/lib.rs", "src/linked.rs"]);
         std::fs::write(kata.join(".env"), "TOKEN=secret").unwrap();
-        std::fs::write(kata.join("src/notes.md"), "untracked").unwrap();
+        std::fs::write(kata.join("src/notes.txt"), "untracked").unwrap();
         sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
         assert_eq!(read("src/lib.rs").as_deref(), Some("pub fn a() {}"));
         assert_eq!(read("lessons/lesson_01.rs").as_deref(), Some("the stub"));
-        for left_out in [".env", "src/notes.md", "src/linked.rs"] {
+        for left_out in [".env", "src/notes.txt", "src/linked.rs"] {
             assert_eq!(read(left_out), None, "{left_out}");
         }
         let _ = std::fs::remove_dir_all(&dir);

@@ -51,7 +51,11 @@ fn reached_line(entry: &Entry, class: &Class) -> String {
 pub fn table(lessons: &[Entry], class: &Class) -> String {
     let learners = &class.learners;
     let mut out = String::new();
-    let _ = writeln!(out, "class of {} learners", learners.len());
+    let _ = writeln!(
+        out,
+        "class of {}",
+        kata::render::count(learners.len(), "learner")
+    );
     if let Some(how) = &class.how {
         let _ = writeln!(out, "checkouts: {}", printable(how));
     }
@@ -169,7 +173,11 @@ pub fn html(lessons: &[Entry], class: &Class) -> String {
          .legend span{padding:.1em .5em;margin-right:.6em}\n\
          </style></head><body>\n<h1>ratelimit kata: the class</h1>\n",
     );
-    let _ = writeln!(page, "<p>{} learners</p>", learners.len());
+    let _ = writeln!(
+        page,
+        "<p>{}</p>",
+        kata::render::count(learners.len(), "learner")
+    );
     if let Some(how) = &class.how {
         let _ = writeln!(page, "<p>Checkouts: {}.</p>", escape(how));
     }

@@ -469,13 +469,17 @@ fn class_shows_reports_and_checkouts_without_touching_them() {
     .unwrap();
     let before = std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap();
 
-    // No sandbox (its tests are in class.rs): the checkout runs only when
-    // the instructor says so.
-    let class = runner(&[
-        "class",
-        folder.to_str().unwrap(),
-        "--run-untrusted-code-as-me",
-    ]);
+    // No sandbox (its tests are in class.rs; bubblewrap is made to be
+    // missing here): the checkout runs only when the instructor says so.
+    let class = runner_with(
+        &[
+            "class",
+            folder.to_str().unwrap(),
+            "--run-untrusted-code-as-me",
+        ],
+        "",
+        &[("KATA_BWRAP", "/nonexistent/bwrap")],
+    );
     assert_eq!(class.code, 0, "{}{}", class.out, class.err);
     assert!(class.out.contains("class of 3 learners"), "{}", class.out);
     // ada: + x ! x .; bob: . x ! x .; cy: all passed.
