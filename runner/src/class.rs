@@ -13,7 +13,7 @@ mod points;
 mod sandbox;
 mod view;
 pub mod workflow;
-mod zip;
+pub mod zip;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

@@ -221,39 +221,30 @@ pub fn run(
     reach: Reach,
     mut shown: impl FnMut(&Stage, &Outcome),
 ) -> Staged {
+    // Nothing ran: the build failed, or the test binary could not list
+    // its checks.
+    let nothing_ran = |output: String, timed_out: bool, crash: Option<String>| Staged {
+        ran: Vec::new(),
+        not_run: Vec::new(),
+        outcome: Outcome {
+            tests: Vec::new(),
+            ran: false,
+            timed_out,
+            crash,
+            output,
+            took: Duration::ZERO,
+        },
+    };
     let exe = match suite::build_lesson(root, &entry.name) {
         Ok(exe) => exe,
         Err(output) => {
-            return Staged {
-                ran: Vec::new(),
-                not_run: Vec::new(),
-                outcome: Outcome {
-                    tests: Vec::new(),
-                    ran: false,
-                    timed_out: output.contains("\nstopped: building"),
-                    crash: None,
-                    output,
-                    took: Duration::ZERO,
-                },
-            }
+            let timed_out = output.contains("\nstopped: building");
+            return nothing_ran(output, timed_out, None);
         }
     };
     let tests = match suite::list(&exe) {
         Ok(tests) => tests,
-        Err(e) => {
-            return Staged {
-                ran: Vec::new(),
-                not_run: Vec::new(),
-                outcome: Outcome {
-                    tests: Vec::new(),
-                    ran: false,
-                    timed_out: false,
-                    crash: Some(e.clone()),
-                    output: e,
-                    took: Duration::ZERO,
-                },
-            }
-        }
+        Err(e) => return nothing_ran(e.clone(), false, Some(e)),
     };
     let stages = plan(entry, &tests, reach.upto);
     let (ran, not_run) = pipelined(

@@ -715,6 +715,15 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    /// The kata's first lesson, for a pristine copy's lesson file.
+    fn first_lesson() -> Vec<Entry> {
+        crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
+            .unwrap()
+            .into_iter()
+            .take(1)
+            .collect()
+    }
+
     #[test]
     fn the_pristine_kata_leaves_out_checkouts_and_the_class_and_follows_removals() {
         let dir = std::env::temp_dir().join(format!("kata-sync-{}", std::process::id()));
@@ -734,12 +743,7 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         let stub = |_: &Entry| b"the stub".to_vec();
-        let lessons =
-            crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
-                .unwrap()
-                .into_iter()
-                .take(1)
-                .collect::<Vec<_>>();
+        let lessons = first_lesson();
         let first = sync_kata(&kata, &to, &kata.join("class"), &lessons, &stub).unwrap();
         let read = |path: &str| std::fs::read_to_string(to.join(path)).ok();
         assert_eq!(read("lessons/lesson_01.rs").as_deref(), Some("the stub"));
@@ -774,12 +778,7 @@ mod tests {
         std::fs::write(kata.join("Cargo.toml"), "[package]").unwrap();
         std::fs::write(kata.join("src/lib.rs"), "pub fn a() {}").unwrap();
         std::os::unix::fs::symlink(&secret, kata.join("src/linked.rs")).unwrap();
-        let lessons =
-            crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
-                .unwrap()
-                .into_iter()
-                .take(1)
-                .collect::<Vec<_>>();
+        let lessons = first_lesson();
         let stub = |_: &Entry| b"the stub".to_vec();
         let read = |path: &str| std::fs::read_to_string(to.join(path)).ok();
         // Not in git: every file but the link.

@@ -472,20 +472,7 @@ fn zip_of(name: &str, bytes: &[u8]) -> Vec<u8> {
 /// A zip archive of one stored file, whose central directory lists it
 /// `copies` times: a zip bomb's trick (its entries share their bytes).
 fn zip_sharing(name: &str, bytes: &[u8], copies: u16) -> Vec<u8> {
-    let crc = {
-        let mut crc = !0u32;
-        for &b in bytes {
-            crc ^= u32::from(b);
-            for _ in 0..8 {
-                crc = if crc & 1 != 0 {
-                    (crc >> 1) ^ 0xedb8_8320
-                } else {
-                    crc >> 1
-                };
-            }
-        }
-        !crc
-    };
+    let crc = kata_runner::class::zip::crc32(bytes);
     let (n, size) = (name.len() as u16, bytes.len() as u32);
     let mut out = Vec::new();
     out.extend(0x0403_4b50u32.to_le_bytes());
