@@ -112,13 +112,21 @@ impl Lesson {
                  they break the contract's rules:\n{broken}"
             ),
             (Ok(()), Some(i)) => {
+                let first = divergence(
+                    timeline,
+                    i,
+                    &self.whose(),
+                    yours,
+                    "the reference",
+                    reference,
+                );
                 format!(
-                "{}\nThe contract allows more than one answer there (a late request, or one past \
-                 the exact horizon), and yours keeps its rules on this timeline. (Other timelines \
-                 may still tell them apart: `cargo run -- test {}` runs every check.)",
-                divergence(timeline, i, &self.whose(), yours, "the reference", reference),
-                self.facts.number
-            )
+                    "{first}\nThe contract allows more than one answer there (a late request, or \
+                     one past the exact horizon), and yours keeps its rules on this timeline. \
+                     (Other timelines may still tell them apart: `cargo run -- test {}` runs \
+                     every check.)",
+                    self.facts.number
+                )
             }
             (Ok(()), None) => format!(
                 "no difference on this timeline: your answers are the reference's here. (Other \
