@@ -7,6 +7,9 @@
 //!   layout;
 //! - [`server`]: a `redis-server` the harness starts on a free loopback
 //!   port, pauses, kills, restarts, and always stops;
+//! - [`cluster`]: a Redis Cluster of three masters with a replica each,
+//!   started the same way (for lesson 10), whose slots move and whose
+//!   masters fail over on a check's command;
 //! - [`proxy`]: a loopback proxy between limiter instances and the server
 //!   that holds each instance's next command and releases commands in every
 //!   order up to a bound (the loom scenarios, between clients);
@@ -15,6 +18,7 @@
 //! - `suite`: its tests, as the macro `redis_tests!`.
 
 pub mod checks;
+pub mod cluster;
 pub mod drive;
 pub mod processes;
 pub mod proxy;

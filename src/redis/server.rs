@@ -33,6 +33,8 @@ const READY_WITHIN: Duration = Duration::from_secs(10);
 pub struct RedisServer {
     port: u16,
     dir: PathBuf,
+    /// Arguments besides the harness's own (a cluster node's).
+    extra: Vec<String>,
     child: Mutex<Option<Child>>,
 }
 
@@ -55,14 +57,21 @@ impl RedisServer {
     pub fn start() -> Result<RedisServer, String> {
         // With no persistence the server writes no file: its folder is the
         // system's temporary one, and nothing is left behind.
-        let dir = std::env::temp_dir();
+        RedisServer::start_with(&std::env::temp_dir(), &[])
+    }
+
+    /// A new server of its own started with `extra` arguments besides the
+    /// harness's, in the folder `dir` (where a cluster node keeps its
+    /// `nodes.conf`; the caller removes it).
+    pub fn start_with(dir: &std::path::Path, extra: &[&str]) -> Result<RedisServer, String> {
         let mut last = String::new();
         // A free port can be taken between the probe and the server's bind.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
             let server = RedisServer {
                 port,
-                dir: dir.clone(),
+                dir: dir.to_path_buf(),
+                extra: extra.iter().map(|a| a.to_string()).collect(),
                 child: Mutex::new(None),
             };
             match server.launch() {
@@ -118,6 +127,7 @@ impl RedisServer {
             .args(["--daemonize", "no", "--loglevel", "notice", "--logfile", ""])
             .arg("--dir")
             .arg(&self.dir)
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -224,6 +234,15 @@ impl RedisServer {
 
     pub fn resume(&self) {
         self.signal(libc::SIGCONT);
+    }
+
+    /// Whether the process is running (not killed, not exited).
+    pub fn is_running(&self) -> bool {
+        self.child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
     /// Kills the process and waits for it: connections are refused.

@@ -1,0 +1,536 @@
+//! A real Redis Cluster, started by the harness the way an operator makes
+//! one: three masters, each with a replica, every node a `redis-server`
+//! with `--cluster-enabled yes` on loopback ports it picks (its cluster bus
+//! on another), the 16,384 hash slots split in three, the nodes introduced
+//! with `CLUSTER MEET` and the replicas attached with `CLUSTER REPLICATE`
+//! (what `redis-cli --cluster create` sends). It is ready when every node
+//! says `cluster_state:ok` and every replica's link to its master is up,
+//! and it is always torn down: each node is a [`RedisServer`], stopped when
+//! the cluster is dropped and, on Linux, when the process ends in any way;
+//! the folder of the nodes' `nodes.conf` files goes with it.
+//!
+//! What a check of lesson 10 does to it: finds which node serves a slot
+//! ([`RedisCluster::master_of`]), moves a slot to another master with keys
+//! and all ([`RedisCluster::begin_migration`], then
+//! [`RedisCluster::finish_migration`]: between the two a client is sent
+//! `ASK`, after them `MOVED`), and kills a master so that its replica takes
+//! over ([`RedisCluster::kill_master_of`], [`RedisCluster::await_failover`]).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use super::server::{free_port, next_id, RedisServer};
+
+/// The masters of a cluster; each has one replica.
+pub const MASTERS: usize = 3;
+
+/// The hash slots of every Redis Cluster.
+pub const SLOTS: u16 = 16_384;
+
+/// How long a node may go unheard before the others count it as failed:
+/// short, so that a failover takes a second or two, not fifteen.
+pub const NODE_TIMEOUT: Duration = Duration::from_millis(1_000);
+
+/// How long the cluster may take to form, or to fail over.
+const SETTLES_WITHIN: Duration = Duration::from_secs(30);
+
+/// How often the harness asks the nodes how far they are.
+const POLL: Duration = Duration::from_millis(20);
+
+/// One node of the cluster.
+pub struct Node {
+    pub server: RedisServer,
+    /// Its node id (`CLUSTER MYID`).
+    pub id: String,
+    /// Its cluster bus port.
+    pub bus: u16,
+}
+
+/// A Redis Cluster of [`MASTERS`] masters with a replica each.
+pub struct RedisCluster {
+    /// The masters first (`0..MASTERS`), then their replicas in the same
+    /// order.
+    nodes: Vec<Node>,
+    dir: PathBuf,
+}
+
+/// The slot of `key`, as every cluster node and client computes it:
+/// CRC16 (XMODEM) of the key modulo 16,384, or of its hash tag, the part
+/// between the first `{` and the first `}` after it when that part is not
+/// empty (`{k:k}:fw` and `{k:k}:log` share a slot).
+pub fn key_slot(key: &[u8]) -> u16 {
+    let hashed = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            let close = rest.iter().position(|&b| b == b'}')?;
+            (close > 0).then(|| &rest[..close])
+        })
+        .unwrap_or(key);
+    crc16(hashed) % SLOTS
+}
+
+/// CRC16-CCITT (XMODEM): polynomial 0x1021, initial value 0.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc = 0u16;
+    for &byte in bytes {
+        crc ^= u16::from(byte) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The slots master `i` of [`MASTERS`] serves at first.
+fn first_slots(i: usize) -> (u16, u16) {
+    let per = SLOTS as usize / MASTERS;
+    let start = i * per;
+    let end = if i + 1 == MASTERS {
+        SLOTS as usize - 1
+    } else {
+        (i + 1) * per - 1
+    };
+    (start as u16, end as u16)
+}
+
+impl RedisCluster {
+    /// Starts a cluster and waits until it serves every slot. An error is
+    /// a sentence (no `redis-server`: the install sentence).
+    pub fn start() -> Result<RedisCluster, String> {
+        let dir =
+            std::env::temp_dir().join(format!("kata-cluster-{}-{}", std::process::id(), next_id()));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        // Dropped on an error below: every node started so far is stopped.
+        let mut cluster = RedisCluster {
+            nodes: Vec::new(),
+            dir,
+        };
+        for _ in 0..2 * MASTERS {
+            let node = cluster.node()?;
+            cluster.nodes.push(node);
+        }
+        for i in 0..MASTERS {
+            let (start, end) = first_slots(i);
+            cluster.ask::<()>(
+                i,
+                redis::cmd("CLUSTER")
+                    .arg("ADDSLOTSRANGE")
+                    .arg(start)
+                    .arg(end),
+            )?;
+        }
+        let first = (cluster.nodes[0].server.port(), cluster.nodes[0].bus);
+        for i in 1..cluster.nodes.len() {
+            cluster.ask::<()>(
+                i,
+                redis::cmd("CLUSTER")
+                    .arg("MEET")
+                    .arg("127.0.0.1")
+                    .arg(first.0)
+                    .arg(first.1),
+            )?;
+        }
+        let everyone = cluster.nodes.len();
+        cluster.settle("every node knows every other", |c| {
+            (0..everyone).all(|i| {
+                c.ask::<String>(i, redis::cmd("CLUSTER").arg("NODES"))
+                    .is_ok_and(|nodes| {
+                        nodes.lines().count() == everyone && !nodes.contains("handshake")
+                    })
+            })
+        })?;
+        for k in 0..MASTERS {
+            let master = cluster.nodes[k].id.clone();
+            cluster.ask::<()>(
+                MASTERS + k,
+                redis::cmd("CLUSTER").arg("REPLICATE").arg(master),
+            )?;
+        }
+        cluster.settle(
+            "the cluster serves every slot, every replica in sync",
+            |c| c.healthy(),
+        )?;
+        Ok(cluster)
+    }
+
+    /// One node, on a port and a bus port of its own.
+    fn node(&self) -> Result<Node, String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            let bus = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+            let conf = format!("nodes-{bus}.conf");
+            let timeout = NODE_TIMEOUT.as_millis().to_string();
+            let bus_arg = bus.to_string();
+            let started = RedisServer::start_with(
+                &self.dir,
+                &[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    &conf,
+                    "--cluster-port",
+                    &bus_arg,
+                    "--cluster-node-timeout",
+                    &timeout,
+                    // A replica that lost its master long ago still takes
+                    // over: the checks kill masters on purpose.
+                    "--cluster-replica-validity-factor",
+                    "0",
+                ],
+            );
+            match started {
+                Ok(server) => {
+                    let id: String = redis::cmd("CLUSTER")
+                        .arg("MYID")
+                        .query(&mut server.admin())
+                        .map_err(|e| format!("a cluster node did not say its id: {e}"))?;
+                    return Ok(Node { server, id, bus });
+                }
+                Err(e) if e == super::server::INSTALL => return Err(e),
+                Err(e) => last = e,
+            }
+        }
+        Err(last)
+    }
+
+    /// Sends `command` to node `i` and reads its answer as `T`.
+    fn ask<T: redis::FromRedisValue>(&self, i: usize, command: &redis::Cmd) -> Result<T, String> {
+        let node = &self.nodes[i];
+        let mut con = super::client(&node.server.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
+            .map_err(|e| format!("node {} (port {}): {e}", i + 1, node.server.port()))?;
+        let _ = con.set_read_timeout(Some(Duration::from_secs(5)));
+        command
+            .query(&mut con)
+            .map_err(|e| format!("node {} (port {}): {e}", i + 1, node.server.port()))
+    }
+
+    /// Waits (bounded) until `ready` holds; the error names `what`.
+    fn settle(&self, what: &str, ready: impl Fn(&RedisCluster) -> bool) -> Result<(), String> {
+        let deadline = Instant::now() + SETTLES_WITHIN;
+        while Instant::now() < deadline {
+            if ready(self) {
+                return Ok(());
+            }
+            std::thread::sleep(POLL);
+        }
+        Err(format!(
+            "the Redis Cluster the harness started did not reach \"{what}\" within {} s:\n{}",
+            SETTLES_WITHIN.as_secs(),
+            self.describe()
+        ))
+    }
+
+    /// Every running node says `cluster_state:ok`, and every running
+    /// replica's link to its master is up.
+    fn healthy(&self) -> bool {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].server.is_running())
+            .all(|i| {
+                let ok = self
+                    .ask::<String>(i, redis::cmd("CLUSTER").arg("INFO"))
+                    .is_ok_and(|info| info.contains("cluster_state:ok"));
+                let linked = self
+                    .ask::<String>(i, redis::cmd("INFO").arg("replication"))
+                    .is_ok_and(|info| {
+                        info.contains("role:master") || info.contains("master_link_status:up")
+                    });
+                ok && linked
+            })
+    }
+
+    /// Each node as `CLUSTER NODES` of the first running node says it, for
+    /// a message.
+    pub fn describe(&self) -> String {
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].server.is_running())
+            .find_map(|i| {
+                self.ask::<String>(i, redis::cmd("CLUSTER").arg("NODES"))
+                    .ok()
+            })
+            .unwrap_or_else(|| "(no node answers)".into())
+    }
+
+    /// Every node, masters first.
+    pub fn nodes(&self) -> &[Node] {
+        &self.nodes
+    }
+
+    /// The URLs of the running nodes, for a cluster client to start from.
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes
+            .iter()
+            .filter(|n| n.server.is_running())
+            .map(|n| n.server.url())
+            .collect()
+    }
+
+    /// The node (index into [`RedisCluster::nodes`]) that serves `slot` now,
+    /// as a running node's `CLUSTER SLOTS` says.
+    pub fn master_of(&self, slot: u16) -> Result<usize, String> {
+        use redis::Value;
+        let running = (0..self.nodes.len())
+            .find(|&i| self.nodes[i].server.is_running())
+            .ok_or("no node of the cluster is running")?;
+        let ranges: Value = self.ask(running, redis::cmd("CLUSTER").arg("SLOTS"))?;
+        let int = |v: &Value| match v {
+            Value::Int(n) => Some(*n),
+            _ => None,
+        };
+        // Each range: [start, end, [ip, port, id, …], replicas…].
+        let port = match &ranges {
+            Value::Array(ranges) => ranges.iter().find_map(|range| {
+                let Value::Array(parts) = range else {
+                    return None;
+                };
+                let (start, end) = (int(parts.first()?)?, int(parts.get(1)?)?);
+                let Value::Array(master) = parts.get(2)? else {
+                    return None;
+                };
+                (start..=end)
+                    .contains(&i64::from(slot))
+                    .then(|| int(master.get(1)?))
+                    .flatten()
+            }),
+            _ => None,
+        }
+        .ok_or_else(|| format!("no node serves slot {slot}:\n{}", self.describe()))?;
+        (0..self.nodes.len())
+            .find(|&i| i64::from(self.nodes[i].server.port()) == port)
+            .ok_or_else(|| format!("slot {slot} is served on port {port}, no node of ours"))
+    }
+
+    /// A master other than `i`, running.
+    pub fn other_master(&self, i: usize) -> Result<usize, String> {
+        (0..self.nodes.len())
+            .filter(|&j| j != i && self.nodes[j].server.is_running())
+            .find(|&j| {
+                self.ask::<String>(j, redis::cmd("INFO").arg("replication"))
+                    .is_ok_and(|info| info.contains("role:master"))
+            })
+            .ok_or_else(|| format!("no master but node {} is running", i + 1))
+    }
+
+    /// Starts moving `slot` to master `to`: the slot is `IMPORTING` there
+    /// and `MIGRATING` on its master, and every key it holds moves (with
+    /// `MIGRATE`). Until [`RedisCluster::finish_migration`] its old master
+    /// answers a command on a key it no longer holds with `ASK`.
+    pub fn begin_migration(&self, slot: u16, to: usize) -> Result<(), String> {
+        let from = self.master_of(slot)?;
+        let (from_id, to_id) = (self.nodes[from].id.clone(), self.nodes[to].id.clone());
+        self.ask::<()>(
+            to,
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("IMPORTING")
+                .arg(&from_id),
+        )?;
+        self.ask::<()>(
+            from,
+            redis::cmd("CLUSTER")
+                .arg("SETSLOT")
+                .arg(slot)
+                .arg("MIGRATING")
+                .arg(&to_id),
+        )?;
+        let port = self.nodes[to].server.port();
+        // Bounded: each round moves up to 100 keys; a slot holds few here.
+        for _ in 0..10_000 {
+            let keys: Vec<String> = self.ask(
+                from,
+                redis::cmd("CLUSTER")
+                    .arg("GETKEYSINSLOT")
+                    .arg(slot)
+                    .arg(100),
+            )?;
+            if keys.is_empty() {
+                return Ok(());
+            }
+            self.ask::<()>(
+                from,
+                redis::cmd("MIGRATE")
+                    .arg("127.0.0.1")
+                    .arg(port)
+                    .arg("")
+                    .arg(0)
+                    .arg(5_000)
+                    .arg("KEYS")
+                    .arg(&keys),
+            )?;
+        }
+        Err(format!(
+            "slot {slot} still holds keys after 10,000 rounds of MIGRATE"
+        ))
+    }
+
+    /// Ends a move [`RedisCluster::begin_migration`] began: every master
+    /// learns that `to` serves `slot`; its old master answers `MOVED`.
+    pub fn finish_migration(&self, slot: u16, to: usize) -> Result<(), String> {
+        let to_id = self.nodes[to].id.clone();
+        let masters: Vec<usize> = (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].server.is_running())
+            .filter(|&i| {
+                self.ask::<String>(i, redis::cmd("INFO").arg("replication"))
+                    .is_ok_and(|info| info.contains("role:master"))
+            })
+            .collect();
+        // The new owner first, as redis-cli does.
+        for i in std::iter::once(to).chain(masters.into_iter().filter(|&i| i != to)) {
+            self.ask::<()>(
+                i,
+                redis::cmd("CLUSTER")
+                    .arg("SETSLOT")
+                    .arg(slot)
+                    .arg("NODE")
+                    .arg(&to_id),
+            )?;
+        }
+        self.settle("every node agrees on the moved slot", |c| {
+            c.master_of(slot) == Ok(to) && c.healthy()
+        })
+    }
+
+    /// Kills the master that serves `slot` (SIGKILL: what it had not yet
+    /// sent its replica is lost) and returns its index.
+    pub fn kill_master_of(&self, slot: u16) -> Result<usize, String> {
+        let master = self.master_of(slot)?;
+        self.nodes[master].server.kill();
+        Ok(master)
+    }
+
+    /// Waits until a replica serves `slot` in place of the killed master
+    /// `was`, and the cluster is healthy again; returns the new master.
+    pub fn await_failover(&self, slot: u16, was: usize) -> Result<usize, String> {
+        self.settle("a replica took over from the killed master", |c| {
+            c.master_of(slot).is_ok_and(|m| m != was) && c.healthy()
+        })?;
+        self.master_of(slot)
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &self.nodes {
+            node.server.resume();
+            node.server.kill();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_s_slot_follows_its_hash_tag() {
+        // The examples of the cluster specification.
+        assert_eq!(crc16(b"123456789"), 0x31c3);
+        assert_eq!(key_slot(b"{user1000}.following"), key_slot(b"user1000"));
+        assert_eq!(key_slot(b"foo{}{bar}"), crc16(b"foo{}{bar}") % SLOTS);
+        assert_eq!(key_slot(b"foo{{bar}}zap"), key_slot(b"{bar"));
+        assert_eq!(key_slot(b"foo{bar}{zap}"), key_slot(b"bar"));
+        assert_eq!(key_slot(b"kata:7:{k:k}:fw"), key_slot(b"kata:9:{k:k}:log"));
+    }
+
+    /// The cluster forms, agrees with the harness on slots, refuses a
+    /// script whose keys span two slots, and leaves nothing behind.
+    #[test]
+    fn a_cluster_starts_serves_every_slot_and_stops() {
+        let cluster = RedisCluster::start().unwrap_or_else(|e| panic!("{e}"));
+        let masters: Vec<usize> = (0..SLOTS)
+            .step_by(1_000)
+            .map(|slot| cluster.master_of(slot).unwrap())
+            .collect();
+        let mut distinct = masters.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct, [0, 1, 2], "{}", cluster.describe());
+        for key in ["a", "kata:7:{k:k}:fw", "{user1000}.following", "x{}y"] {
+            let theirs: u16 = cluster
+                .ask(0, redis::cmd("CLUSTER").arg("KEYSLOT").arg(key))
+                .unwrap();
+            assert_eq!(key_slot(key.as_bytes()), theirs, "{key}");
+        }
+        // Keys in two slots: refused by name. One hash tag: served.
+        let (a, b) = ("kata:{a}:x", "kata:{b}:x");
+        assert_ne!(key_slot(a.as_bytes()), key_slot(b.as_bytes()));
+        let node = cluster.master_of(key_slot(a.as_bytes())).unwrap();
+        let two = cluster.ask::<redis::Value>(
+            node,
+            redis::cmd("EVAL")
+                .arg("return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)")
+                .arg(2)
+                .arg(a)
+                .arg(b),
+        );
+        let refused = two.expect_err("a script over two slots must be refused");
+        assert!(refused.to_lowercase().contains("crossslot"), "{refused}");
+        let one: String = cluster
+            .ask(
+                node,
+                redis::cmd("EVAL")
+                    .arg("return redis.call('MSET', KEYS[1], 1, KEYS[2], 2)")
+                    .arg(2)
+                    .arg(a)
+                    .arg("kata:{a}:y"),
+            )
+            .unwrap();
+        assert_eq!(one, "OK");
+        let ports: Vec<u16> = cluster.nodes().iter().map(|n| n.server.port()).collect();
+        let dir = cluster.dir.clone();
+        drop(cluster);
+        for port in ports {
+            assert!(
+                std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+                "a node still listens on port {port}"
+            );
+        }
+        assert!(!dir.exists(), "{} is left behind", dir.display());
+    }
+
+    /// A slot moves to another master with its keys (`ASK` while it moves,
+    /// `MOVED` after), and a killed master's replica takes over.
+    #[test]
+    fn a_slot_moves_and_a_killed_master_s_replica_takes_over() {
+        let cluster = RedisCluster::start().unwrap_or_else(|e| panic!("{e}"));
+        let key = "kata:10:{k:k}:fw";
+        let slot = key_slot(key.as_bytes());
+        let from = cluster.master_of(slot).unwrap();
+        cluster
+            .ask::<()>(from, redis::cmd("SET").arg(key).arg(7))
+            .unwrap();
+        let to = cluster.other_master(from).unwrap();
+        cluster.begin_migration(slot, to).unwrap();
+        let asked = cluster
+            .ask::<String>(from, redis::cmd("GET").arg(key))
+            .expect_err("a moving slot's key is asked for elsewhere");
+        assert!(asked.to_lowercase().contains("ask"), "{asked}");
+        cluster.finish_migration(slot, to).unwrap();
+        assert_eq!(cluster.master_of(slot), Ok(to));
+        let moved = cluster
+            .ask::<String>(from, redis::cmd("GET").arg(key))
+            .expect_err("a moved slot's key is elsewhere");
+        assert!(moved.to_lowercase().contains("moved"), "{moved}");
+        let seven: String = cluster.ask(to, redis::cmd("GET").arg(key)).unwrap();
+        assert_eq!(seven, "7");
+        // Replicated before the kill: WAIT says the replica has it.
+        let acked: i64 = cluster
+            .ask(to, redis::cmd("WAIT").arg(1).arg(5_000))
+            .unwrap();
+        assert_eq!(acked, 1);
+        let killed = cluster.kill_master_of(slot).unwrap();
+        assert_eq!(killed, to);
+        let promoted = cluster.await_failover(slot, killed).unwrap();
+        assert_ne!(promoted, killed);
+        let still: String = cluster.ask(promoted, redis::cmd("GET").arg(key)).unwrap();
+        assert_eq!(still, "7");
+    }
+}
