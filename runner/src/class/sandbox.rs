@@ -18,8 +18,10 @@
 //! 08's `redis-server` on 127.0.0.1 works; nothing outside is reached, not
 //! even a server on the instructor's loopback). Its processes have no
 //! capabilities, cannot make user namespaces (bubblewrap 0.8 and later; the
-//! class view says when an older one cannot forbid them), start with an
-//! empty session keyring (not the instructor's tokens), and end with it;
+//! class view says when an older one cannot forbid them), reach no keyring
+//! (a seccomp filter refuses `keyctl`, `add_key` and `request_key`, and
+//! they start with an empty session keyring: namespaces do not separate
+//! keyrings, and the instructor's tokens may be kept there), and end with it;
 //! each process
 //! is held to a memory limit (`RLIMIT_DATA`) and a file size, and the whole
 //! run to a time limit.
@@ -242,6 +244,7 @@ impl Bubblewrap {
                 .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
         }
         let mut command = Command::new(&self.program);
+        let filter = keyring_filter()?;
         let mut arg = |parts: &[&dyn AsRef<std::ffi::OsStr>]| {
             for part in parts {
                 command.arg(part.as_ref());
@@ -250,6 +253,13 @@ impl Bubblewrap {
         arg(&[&"--unshare-all", &"--unshare-user", &"--cap-drop", &"ALL"]);
         if self.disable_userns {
             arg(&[&"--disable-userns"]);
+        }
+        // No keyrings: namespaces do not separate them, and the instructor's
+        // user keyring is open to every process of the user.
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = &filter {
+            use std::os::fd::AsRawFd;
+            arg(&[&"--seccomp", &fd.as_raw_fd().to_string()]);
         }
         arg(&[
             &"--die-with-parent",
@@ -330,8 +340,93 @@ impl Bubblewrap {
         arg(&[&"--remount-ro", &"/", &"--chdir", &KATA, &"--", &program]);
         command.args(args);
         command.env_clear().envs(environment());
+        #[cfg(target_os = "linux")]
+        if let Some(fd) = filter {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::process::CommandExt;
+            let raw = fd.as_raw_fd();
+            // SAFETY: fcntl is async-signal-safe; the closure owns the
+            // filter's file, open until the command is dropped, and lets
+            // bwrap (only) inherit it.
+            unsafe {
+                command.pre_exec(move || {
+                    let _kept = &fd;
+                    if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
         Ok(command)
     }
+}
+
+/// The seccomp filter bwrap gives the sandbox (`--seccomp`), in a file of
+/// its own: `add_key`, `request_key` and `keyctl` fail with EPERM (no
+/// process inside can read, link or make a key), and so does every system
+/// call of another ABI (32-bit, x32), where those have other numbers.
+/// `None` on a processor this filter is not written for.
+#[cfg(target_os = "linux")]
+fn keyring_filter() -> Result<Option<std::os::fd::OwnedFd>, String> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    #[cfg(target_arch = "x86_64")]
+    const ARCH: u32 = 0xc000_003e;
+    #[cfg(target_arch = "aarch64")]
+    const ARCH: u32 = 0xc000_00b7;
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    return Ok(None);
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    {
+        const LOAD_WORD: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+        const JUMP_EQUAL: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+        const JUMP_AT_LEAST: u16 = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+        const RETURN: u16 = 0x06; // BPF_RET | BPF_K
+        const ALLOW: u32 = 0x7fff_0000;
+        let refuse = 0x0005_0000 | libc::EPERM as u32; // SECCOMP_RET_ERRNO
+        let keys = [libc::SYS_add_key, libc::SYS_request_key, libc::SYS_keyctl].map(|n| n as u32);
+        // (code, jump if true, jump if false, k)
+        let program: [(u16, u8, u8, u32); 10] = [
+            (LOAD_WORD, 0, 0, 4), // seccomp_data.arch
+            (JUMP_EQUAL, 1, 0, ARCH),
+            (RETURN, 0, 0, refuse),
+            (LOAD_WORD, 0, 0, 0),               // seccomp_data.nr
+            (JUMP_AT_LEAST, 4, 0, 0x4000_0000), // x32's numbers
+            (JUMP_EQUAL, 3, 0, keys[0]),
+            (JUMP_EQUAL, 2, 0, keys[1]),
+            (JUMP_EQUAL, 1, 0, keys[2]),
+            (RETURN, 0, 0, ALLOW),
+            (RETURN, 0, 0, refuse),
+        ];
+        let mut bytes = Vec::new();
+        for (code, yes, no, k) in program {
+            bytes.extend(code.to_ne_bytes());
+            bytes.extend([yes, no]);
+            bytes.extend(k.to_ne_bytes());
+        }
+        // SAFETY: memfd_create with a NUL-terminated name; the descriptor
+        // it returns is ours alone.
+        let fd = unsafe { libc::memfd_create(c"kata-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!(
+                "cannot make the sandbox's seccomp filter: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: fd is a new, open descriptor that nothing else owns.
+        let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let mut file = std::fs::File::from(owned);
+        file.write_all(&bytes)
+            .and_then(|()| std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0)))
+            .map_err(|e| format!("cannot write the sandbox's seccomp filter: {e}"))?;
+        Ok(Some(file.into()))
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn keyring_filter() -> Result<Option<std::convert::Infallible>, String> {
+    Ok(None)
 }
 
 /// Gives the calling process a new, empty session keyring, so that what
@@ -439,61 +534,159 @@ mod tests {
 
     const KEY_ID: &str = "KATA_TEST_KEY_ID";
 
-    /// Run as a child of the test below (with `KATA_TEST_KEY_ID` set): reads
-    /// the key and prints what it read, or the error.
+    /// Run as a child of the tests below (with `KATA_TEST_KEY_ID` set to
+    /// key ids, comma-separated): links the user's keyring into its
+    /// session, then reads each key, and prints what it read or the error.
     #[test]
     fn reads_a_key_when_asked() {
-        let Some(id) = std::env::var(KEY_ID)
-            .ok()
-            .and_then(|v| v.parse::<i64>().ok())
-        else {
+        let Ok(ids) = std::env::var(KEY_ID) else {
             return;
         };
-        let mut buf = [0u8; 64];
-        // SAFETY: the buffer outlives the call and its length is given.
-        let n = unsafe {
+        // SAFETY: plain system calls on special keyring ids.
+        let linked = unsafe {
             libc::syscall(
                 libc::SYS_keyctl,
-                libc::KEYCTL_READ,
-                id,
-                buf.as_mut_ptr(),
-                buf.len(),
+                libc::KEYCTL_LINK,
+                libc::KEY_SPEC_USER_KEYRING,
+                libc::KEY_SPEC_SESSION_KEYRING,
             )
         };
-        if n < 0 {
-            println!("KEY: refused ({})", std::io::Error::last_os_error());
-        } else {
-            println!("KEY: {}", String::from_utf8_lossy(&buf[..n as usize]));
+        if linked < 0 {
+            println!("LINK: refused ({})", std::io::Error::last_os_error());
+        }
+        for id in ids.split(',').filter_map(|v| v.parse::<i64>().ok()) {
+            let mut buf = [0u8; 64];
+            // SAFETY: the buffer outlives the call and its length is given.
+            let n = unsafe {
+                libc::syscall(
+                    libc::SYS_keyctl,
+                    libc::KEYCTL_READ,
+                    id,
+                    buf.as_mut_ptr(),
+                    buf.len(),
+                )
+            };
+            if n < 0 {
+                println!("KEY: refused ({})", std::io::Error::last_os_error());
+            } else {
+                println!("KEY: {}", String::from_utf8_lossy(&buf[..n as usize]));
+            }
         }
     }
 
-    /// A run cannot read a key of the instructor's session keyring; the
-    /// same child run without the sandbox's settings can.
-    #[test]
-    fn a_run_cannot_read_the_instructor_s_session_keys() {
-        let secret = format!("kata-secret-{}", std::process::id());
+    /// A key of `keyring` holding `secret`, or why the kernel made none.
+    fn key(keyring: i32, secret: &str) -> Result<i64, std::io::Error> {
+        let name = std::ffi::CString::new(secret).unwrap();
         // SAFETY: the strings are NUL-terminated and outlive the call.
         let id = unsafe {
             libc::syscall(
                 libc::SYS_add_key,
                 c"user".as_ptr(),
-                std::ffi::CString::new(secret.clone()).unwrap().as_ptr(),
+                name.as_ptr(),
                 secret.as_ptr(),
                 secret.len(),
-                libc::KEY_SPEC_SESSION_KEYRING,
+                keyring,
             )
         };
-        assert!(
-            id > 0,
-            "this kernel gives no session keyring to add a key to: {}",
-            std::io::Error::last_os_error()
-        );
+        if id > 0 {
+            Ok(id)
+        } else {
+            Err(std::io::Error::last_os_error())
+        }
+    }
+
+    fn revoke(id: i64) {
+        // SAFETY: a plain system call on a key made by the test.
+        unsafe { libc::syscall(libc::SYS_keyctl, libc::KEYCTL_REVOKE, id) };
+    }
+
+    /// The arguments that run this test binary again as a child that only
+    /// reads keys.
+    const READER: [&str; 5] = [
+        "--exact",
+        "class::sandbox::tests::reads_a_key_when_asked",
+        "--nocapture",
+        "--test-threads",
+        "1",
+    ];
+
+    /// In the sandbox no process can reach a keyring: not the instructor's
+    /// session's, not the user's (which every process of the user may
+    /// link into its own session), as bwrap's seccomp filter refuses the
+    /// keyring calls. The same child outside reads both keys.
+    #[test]
+    fn a_sandboxed_run_reaches_no_keyring_of_the_instructor_s() {
+        let scratch = std::env::temp_dir().join(format!("kata-keyring-{}", std::process::id()));
+        let bwrap = probe(&scratch).unwrap_or_else(|why| {
+            panic!("this test needs bubblewrap making a sandbox here: {why}")
+        });
+        let secret = format!("kata-secret-{}", std::process::id());
+        let (session, user) = match (
+            key(libc::KEY_SPEC_SESSION_KEYRING, &format!("{secret}-s")),
+            key(libc::KEY_SPEC_USER_KEYRING, &format!("{secret}-u")),
+        ) {
+            (Ok(s), Ok(u)) => (s, u),
+            (s, u) => {
+                // Where keyrings are refused (a container's own seccomp
+                // profile), there is nothing a run could read either.
+                eprintln!("no keyrings here, nothing to hide: {s:?} {u:?}");
+                return;
+            }
+        };
+        let kata = scratch.join("kata");
+        let empty = scratch.join("empty");
+        for dir in [&kata.join("target"), &kata.join(".kata"), &empty] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let exe = std::env::current_exe().unwrap();
+        let layout = Layout {
+            kata: &kata,
+            target: &empty,
+            state: &empty,
+            scratch: &scratch.join("run"),
+            files: Vec::new(),
+            runner: &exe,
+        };
+        let mut inside = bwrap.command(&layout, RUNNER, &READER).unwrap();
+        inside.env(KEY_ID, format!("{session},{user}"));
+        let limits = Limits {
+            time: Duration::from_secs(60),
+            memory_mib: 1024,
+        };
+        let ran = run(inside, &limits);
+        let mut outside = Command::new(&exe);
+        outside
+            .args(READER)
+            .env(KEY_ID, format!("{session},{user}"));
+        let plain = outside.output().unwrap();
+        revoke(session);
+        revoke(user);
+        let _ = std::fs::remove_dir_all(&scratch);
+        let plain = String::from_utf8_lossy(&plain.stdout);
+        assert!(plain.contains(&format!("KEY: {secret}-s")), "{plain}");
+        assert!(plain.contains(&format!("KEY: {secret}-u")), "{plain}");
+        let inside = format!("{}{}", ran.stdout, ran.stderr);
+        assert!(inside.contains("LINK: refused"), "{inside}");
+        assert_eq!(inside.matches("KEY: refused").count(), 2, "{inside}");
+        assert!(!inside.contains(&secret), "{inside}");
+    }
+
+    /// A run starts with an empty session keyring (the first of the
+    /// sandbox's two defences): the child cannot read the session's key;
+    /// the same child run plainly can.
+    #[test]
+    fn a_run_starts_with_an_empty_session_keyring() {
+        let secret = format!("kata-secret-{}", std::process::id());
+        let id = match key(libc::KEY_SPEC_SESSION_KEYRING, &secret) {
+            Ok(id) => id,
+            Err(e) => {
+                eprintln!("no keyrings here, nothing to hide: {e}");
+                return;
+            }
+        };
         let child = || {
             let mut command = Command::new(std::env::current_exe().unwrap());
-            command
-                .args(["--exact", "class::sandbox::tests::reads_a_key_when_asked"])
-                .args(["--nocapture", "--test-threads", "1"])
-                .env(KEY_ID, id.to_string());
+            command.args(READER).env(KEY_ID, id.to_string());
             command
         };
         let plain = child().output().unwrap();
@@ -502,8 +695,7 @@ mod tests {
             memory_mib: 1024,
         };
         let ran = run(child(), &limits);
-        // SAFETY: a plain system call on the key made above.
-        unsafe { libc::syscall(libc::SYS_keyctl, libc::KEYCTL_REVOKE, id) };
+        revoke(id);
         let plain = String::from_utf8_lossy(&plain.stdout);
         assert!(plain.contains(&format!("KEY: {secret}")), "{plain}");
         assert!(
