@@ -601,6 +601,18 @@ fn sync_kata(
                 files.insert(path, bytes);
             }
         }
+        // A kata in git whose files git could not list (its owner not the
+        // instructor, git missing): walking it would copy what git does
+        // not track, so it is refused with a sentence.
+        None if from.join(".git").exists() => {
+            return Err(format!(
+                "git could not list the files of the kata at {} (is git installed, and is the \
+                 folder yours? `git -C {} ls-files` says why); the sandbox is shown only what \
+                 git tracks",
+                from.display(),
+                from.display()
+            ))
+        }
         None => walk(from, to, "", &skip, &mut files)?,
     }
     for entry in lessons {
