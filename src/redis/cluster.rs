@@ -87,6 +87,32 @@ fn crc16(bytes: &[u8]) -> u16 {
     crc
 }
 
+/// The cluster's commands here (`ADDSLOTSRANGE`, `--cluster-port`) are
+/// Redis 7's: an older `redis-server` is refused with a sentence.
+fn version_7_or_later() -> Result<(), String> {
+    let program = super::server::program();
+    let out = std::process::Command::new(&program)
+        .arg("--version")
+        .output()
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => super::server::INSTALL.to_string(),
+            _ => format!("{program} --version did not run: {e}"),
+        })?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    let major = said
+        .split("v=")
+        .nth(1)
+        .and_then(|v| v.split('.').next())
+        .and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(m) if m >= 7 => Ok(()),
+        _ => Err(format!(
+            "a Redis Cluster needs redis-server 7 or later, and {program} says: {}",
+            said.trim()
+        )),
+    }
+}
+
 /// The slots master `i` of [`MASTERS`] serves at first.
 fn first_slots(i: usize) -> (u16, u16) {
     let per = SLOTS as usize / MASTERS;
@@ -103,6 +129,7 @@ impl RedisCluster {
     /// Starts a cluster and waits until it serves every slot. An error is
     /// a sentence (no `redis-server`: the install sentence).
     pub fn start() -> Result<RedisCluster, String> {
+        version_7_or_later()?;
         let dir =
             std::env::temp_dir().join(format!("kata-cluster-{}-{}", std::process::id(), next_id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
@@ -182,6 +209,9 @@ impl RedisCluster {
                     // over: the checks kill masters on purpose.
                     "--cluster-replica-validity-factor",
                     "0",
+                    // Each node's own file for a replica's full sync.
+                    "--dbfilename",
+                    &format!("dump-{bus}.rdb"),
                 ],
             );
             match started {

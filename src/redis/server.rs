@@ -130,7 +130,8 @@ impl RedisServer {
             .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            // Where a server that refuses its configuration says why.
+            .stderr(Stdio::piped());
         let mut child = match crate::watchdog::spawn_tied(command) {
             Ok(child) => child,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(INSTALL.to_string()),
@@ -139,7 +140,17 @@ impl RedisServer {
         // Ready when it says so; its log is read to the end so that it
         // never blocks on a full pipe.
         let stdout = child.stdout.take().expect("stdout is piped");
+        let stderr = child.stderr.take().expect("stderr is piped");
         let (tx, rx) = mpsc::channel();
+        let said = std::thread::spawn(move || {
+            BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+                .filter(|l| !l.trim().is_empty())
+                .take(20)
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
         std::thread::spawn(move || {
             let mut log = Vec::new();
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -172,9 +183,15 @@ impl RedisServer {
             }
             Ok(Err(log)) => {
                 self.kill();
+                let said = said.join().unwrap_or_default();
                 Err(format!(
-                    "redis-server on port {} stopped at start:\n{log}",
-                    self.port
+                    "redis-server on port {} stopped at start:\n{log}{}{said}",
+                    self.port,
+                    if log.is_empty() || said.is_empty() {
+                        ""
+                    } else {
+                        "\n"
+                    }
                 ))
             }
             Err(_) => {
