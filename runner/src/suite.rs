@@ -589,7 +589,9 @@ pub fn readable_example(name: &str) -> String {
     let words: Vec<&str> = readable.split('_').collect();
     let mut out = String::new();
     for (i, word) in words.iter().enumerate() {
-        if *word == "s" && i > 0 {
+        // `limiter_s_wait`, not `2_s` (seconds).
+        let after_a_word = i > 0 && words[i - 1].chars().any(|c| c.is_ascii_alphabetic());
+        if *word == "s" && after_a_word {
             out.push_str("'s");
         } else {
             if i > 0 {
@@ -619,6 +621,7 @@ mod tests {
             readable_example("case_02_retry_after_is_the_limiter_s_wait_even_past_the_window"),
             "retry after is the limiter's wait even past the window"
         );
+        assert_eq!(readable_example("case_04_a_wait_of_2_s"), "a wait of 2 s");
     }
 
     /// A stand-in for a test binary: lists three tests, passes the first

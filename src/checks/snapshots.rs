@@ -105,11 +105,20 @@ impl Lesson {
         let ctx = self.ctx();
         let judged = invariant(ctx, timeline, yours).and_then(|()| probe(ctx, timeline));
         let differs = (0..timeline.requests.len()).find(|&i| yours.get(i) != reference.get(i));
+        let placed = timeline.placed();
+        let inexact = (0..timeline.requests.len()).any(|i| {
+            let now = timeline.requests[i].now.as_nanos();
+            placed[i] != now || !self.facts.algorithm.exact_at(&timeline.config, now)
+        });
         match (judged, differs) {
-            (Err(broken), _) => format!(
+            (Err(broken), _) if inexact => format!(
                 "your answers are the reference's wherever the contract fixes one answer, but \
                  where it allows more than one (a late request, or one past the exact horizon) \
                  they break the contract's rules:\n{broken}"
+            ),
+            (Err(broken), _) => format!(
+                "your answers are the reference's on this timeline, but replaying it shows \
+                 that they do not mean what they say:\n{broken}"
             ),
             (Ok(()), Some(i)) => {
                 let first = divergence(
