@@ -50,6 +50,7 @@ pub mod decision;
 pub mod drive;
 pub mod files;
 pub mod gen;
+pub mod heartbeat;
 pub mod http;
 pub mod keys;
 pub mod kind;
