@@ -165,7 +165,27 @@ pub fn pipelined(
             let run = &run;
             scope.spawn(move || {
                 let unwanted = move || i > failed_at.load(Ordering::SeqCst);
-                let outcome = run(stage, &unwanted);
+                // A stage that panics is a failed stage, said as such: its
+                // outcome must arrive, or the run would wait for it forever.
+                let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    run(stage, &unwanted)
+                }))
+                .unwrap_or_else(|panic| {
+                    let said = panic
+                        .downcast_ref::<String>()
+                        .map(String::as_str)
+                        .or_else(|| panic.downcast_ref::<&str>().copied())
+                        .unwrap_or("(no message)");
+                    let text = format!("the runner failed running this stage: {said}");
+                    Outcome {
+                        tests: Vec::new(),
+                        ran: false,
+                        timed_out: false,
+                        crash: Some(text.clone()),
+                        output: text,
+                        took: Duration::ZERO,
+                    }
+                });
                 let _ = tx.send((i, outcome));
             });
         };
@@ -326,6 +346,41 @@ mod tests {
             tier: Tier::Quick,
             tests: vec![test.to_string()],
         }
+    }
+
+    /// A stage whose run panics ends as a failed stage with the panic's
+    /// message, and the run ends (bounded: a run that waited for it
+    /// forever fails here after 10 s).
+    #[test]
+    fn a_stage_that_panics_fails_and_the_run_ends() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let stages: Vec<Stage> = ["a", "b", "c"].iter().map(|t| stage(t)).collect();
+            let (ran, not_run) = pipelined(
+                &stages,
+                false,
+                2,
+                |stage, _| {
+                    if stage.tests[0] == "b" {
+                        panic!("a bug of the runner's");
+                    }
+                    outcome(&stage.tests[0], true)
+                },
+                &mut |_: &Stage, _: &Outcome| {},
+            );
+            let _ = tx.send((ran, not_run.len()));
+        });
+        let (ran, not_run) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the run waited forever for a stage that panicked");
+        assert_eq!(ran.len(), 2);
+        assert!(!passed(&ran[1].1));
+        assert!(
+            ran[1].1.output.contains("a bug of the runner's"),
+            "{}",
+            ran[1].1.output
+        );
+        assert_eq!(not_run, 1);
     }
 
     /// The first stage runs alone; once it has passed, `depth` run at once.
