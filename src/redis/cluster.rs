@@ -113,6 +113,31 @@ fn version_7_or_later() -> Result<(), String> {
     }
 }
 
+/// Removes the folders of clusters whose test process is gone: a process
+/// killed outright (SIGKILL, at a time limit) drops nothing, and its
+/// nodes die with it (they are tied to it) but their folder stays.
+fn forget_dead_clusters() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("kata-cluster-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // SAFETY: kill(2) with signal 0 only asks whether `pid` exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// The slots master `i` of [`MASTERS`] serves at first.
 fn first_slots(i: usize) -> (u16, u16) {
     let per = SLOTS as usize / MASTERS;
@@ -130,6 +155,7 @@ impl RedisCluster {
     /// a sentence (no `redis-server`: the install sentence).
     pub fn start() -> Result<RedisCluster, String> {
         version_7_or_later()?;
+        forget_dead_clusters();
         let dir =
             std::env::temp_dir().join(format!("kata-cluster-{}-{}", std::process::id(), next_id()));
         std::fs::create_dir_all(&dir).map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
@@ -231,14 +257,24 @@ impl RedisCluster {
 
     /// Sends `command` to node `i` and reads its answer as `T`.
     fn ask<T: redis::FromRedisValue>(&self, i: usize, command: &redis::Cmd) -> Result<T, String> {
+        self.on_node(i, |con| command.query(con))
+    }
+
+    /// Runs `talk` on a connection of its own to node `i` (commands that
+    /// belong together, as `WAIT` after the write it waits for).
+    pub fn on_node<T>(
+        &self,
+        i: usize,
+        talk: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, String> {
         let node = &self.nodes[i];
+        let said =
+            |e: redis::RedisError| format!("node {} (port {}): {e}", i + 1, node.server.port());
         let mut con = super::client(&node.server.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
-            .map_err(|e| format!("node {} (port {}): {e}", i + 1, node.server.port()))?;
+            .map_err(said)?;
         let _ = con.set_read_timeout(Some(Duration::from_secs(5)));
-        command
-            .query(&mut con)
-            .map_err(|e| format!("node {} (port {}): {e}", i + 1, node.server.port()))
+        talk(&mut con).map_err(said)
     }
 
     /// Waits (bounded) until `ready` holds; the error names `what`.
@@ -526,6 +562,27 @@ mod tests {
         assert!(!dir.exists(), "{} is left behind", dir.display());
     }
 
+    /// The folder of a cluster whose process is gone goes at the next
+    /// start; one whose process lives stays.
+    #[test]
+    fn a_dead_process_s_cluster_folder_is_forgotten() {
+        // A process that has ended: a child, waited for.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let gone = std::env::temp_dir().join(format!("kata-cluster-{dead}-0"));
+        let alive =
+            std::env::temp_dir().join(format!("kata-cluster-{}-{}", std::process::id(), next_id()));
+        for dir in [&gone, &alive] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        forget_dead_clusters();
+        let (gone_now, alive_now) = (gone.exists(), alive.exists());
+        let _ = std::fs::remove_dir_all(&alive);
+        assert!(!gone_now, "{}", gone.display());
+        assert!(alive_now, "{}", alive.display());
+    }
+
     /// A slot moves to another master with its keys (`ASK` while it moves,
     /// `MOVED` after), and a killed master's replica takes over.
     #[test]
@@ -551,9 +608,13 @@ mod tests {
         assert!(moved.to_lowercase().contains("moved"), "{moved}");
         let seven: String = cluster.ask(to, redis::cmd("GET").arg(key)).unwrap();
         assert_eq!(seven, "7");
-        // Replicated before the kill: WAIT says the replica has it.
+        // Written on its new master and replicated before the kill: WAIT,
+        // on the connection that wrote, says the replica has it.
         let acked: i64 = cluster
-            .ask(to, redis::cmd("WAIT").arg(1).arg(5_000))
+            .on_node(to, |con| {
+                redis::cmd("INCR").arg(key).query::<i64>(con)?;
+                redis::cmd("WAIT").arg(1).arg(5_000).query(con)
+            })
             .unwrap();
         assert_eq!(acked, 1);
         let killed = cluster.kill_master_of(slot).unwrap();
@@ -561,6 +622,6 @@ mod tests {
         let promoted = cluster.await_failover(slot, killed).unwrap();
         assert_ne!(promoted, killed);
         let still: String = cluster.ask(promoted, redis::cmd("GET").arg(key)).unwrap();
-        assert_eq!(still, "7");
+        assert_eq!(still, "8");
     }
 }
