@@ -426,23 +426,11 @@ pub fn run_binary(
     only: Option<&[String]>,
     until: Until,
 ) -> Outcome {
-    run_binary_on(root, exe, subject, only, until, test_threads())
+    run_binary_unless(root, exe, subject, only, until, test_threads(), &|| false)
 }
 
 /// [`run_binary`] on `threads` test threads (at least two: see
-/// [`test_threads`]).
-pub fn run_binary_on(
-    root: &Path,
-    exe: &Path,
-    subject: &str,
-    only: Option<&[String]>,
-    until: Until,
-    threads: usize,
-) -> Outcome {
-    run_binary_unless(root, exe, subject, only, until, threads, &|| false)
-}
-
-/// [`run_binary_on`], stopped as soon as `unwanted()` says yes (asked at
+/// [`test_threads`]), stopped as soon as `unwanted()` says yes (asked at
 /// least every 200 ms): a staged run's later stage, after an earlier one
 /// failed.
 pub fn run_binary_unless(

@@ -240,19 +240,23 @@ pub fn copies(copies: u16, bytes: &[u8], shared: bool) -> Vec<u8> {
     let crc = crc32(bytes);
     let mut out = Vec::new();
     let mut offsets = Vec::new();
-    for i in 0..if shared { 1 } else { copies } {
-        let name = format!("{i}.json");
-        offsets.push(out.len() as u32);
-        out.extend(0x0403_4b50u32.to_le_bytes());
-        out.extend(20u16.to_le_bytes());
-        out.extend(0u16.to_le_bytes());
+    // What a local header and the central directory both say of an entry:
+    // deflated, no time, its CRC, its sizes and its name's length.
+    let fields = |out: &mut Vec<u8>, name: &str| {
         out.extend(8u16.to_le_bytes());
         out.extend([0u8; 4]);
         out.extend(crc.to_le_bytes());
         out.extend((data.len() as u32).to_le_bytes());
         out.extend((bytes.len() as u32).to_le_bytes());
         out.extend((name.len() as u16).to_le_bytes());
-        out.extend(0u16.to_le_bytes());
+    };
+    for i in 0..if shared { 1 } else { copies } {
+        let name = format!("{i}.json");
+        offsets.push(out.len() as u32);
+        out.extend(0x0403_4b50u32.to_le_bytes());
+        out.extend([20, 0, 0, 0]); // version needed, flags
+        fields(&mut out, &name);
+        out.extend(0u16.to_le_bytes()); // no extra field
         out.extend(name.as_bytes());
         out.extend(&data);
     }
@@ -260,16 +264,9 @@ pub fn copies(copies: u16, bytes: &[u8], shared: bool) -> Vec<u8> {
     for i in 0..copies {
         let name = format!("{i}.json");
         out.extend(0x0201_4b50u32.to_le_bytes());
-        out.extend(20u16.to_le_bytes());
-        out.extend(20u16.to_le_bytes());
-        out.extend(0u16.to_le_bytes());
-        out.extend(8u16.to_le_bytes());
-        out.extend([0u8; 4]);
-        out.extend(crc.to_le_bytes());
-        out.extend((data.len() as u32).to_le_bytes());
-        out.extend((bytes.len() as u32).to_le_bytes());
-        out.extend((name.len() as u16).to_le_bytes());
-        out.extend([0u8; 12]);
+        out.extend([20, 0, 20, 0, 0, 0]); // made by, version needed, flags
+        fields(&mut out, &name);
+        out.extend([0u8; 12]); // extra, comment, disk, attributes
         out.extend(offsets[if shared { 0 } else { usize::from(i) }].to_le_bytes());
         out.extend(name.as_bytes());
     }

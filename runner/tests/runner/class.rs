@@ -8,18 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
-use super::ROOT;
+use super::{Run, ROOT};
 
 /// The tiny kata's runs share its scratch folder: one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-struct Run {
-    code: i32,
-    out: String,
-    err: String,
 }
 
 fn class(kata: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
