@@ -2,6 +2,7 @@
 //! every concurrent lesson implements.
 
 use std::fmt;
+use std::future::Future;
 use std::time::Duration;
 
 use crate::time::{group_digits, Timestamp};
@@ -92,6 +93,20 @@ impl std::error::Error for ConfigError {}
 pub trait RateLimiter: Send + Sync {
     /// Decides the request of `key` arriving at `now`.
     fn check(&self, key: &str, now: Timestamp) -> Decision;
+}
+
+/// Lesson 10's limiter: [`RateLimiter`] for a limiter that waits on the
+/// network. `check` returns a future, so a caller on tokio (a tower layer,
+/// an axum handler) awaits Redis's answer without holding the thread its
+/// other requests run on. The future is `Send`: a multi-threaded runtime
+/// may move it between threads at an `.await` (a `std::sync::MutexGuard`
+/// kept across one is refused here, at compile time).
+///
+/// An `async fn check(&self, key: &str, now: Timestamp) -> Decision` in the
+/// `impl` implements it.
+pub trait AsyncRateLimiter: Send + Sync {
+    /// Decides the request of `key` arriving at `now`.
+    fn check(&self, key: &str, now: Timestamp) -> impl Future<Output = Decision> + Send;
 }
 
 #[cfg(test)]

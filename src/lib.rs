@@ -45,6 +45,7 @@
 //! build on all of them and not on each other (but for the generic
 //! [`checks::Lesson`] lessons 08 and 09 run once per rule).
 
+pub mod async_redis;
 pub mod checks;
 pub mod decision;
 pub mod drive;
@@ -74,7 +75,7 @@ pub mod timeline;
 pub mod watchdog;
 
 pub use checks::Lesson;
-pub use decision::{ConfigError, Decision, RateLimiter};
+pub use decision::{AsyncRateLimiter, ConfigError, Decision, RateLimiter};
 pub use drive::{Drive, Variant};
 pub use scenarios::Scenario;
 pub use time::Timestamp;

@@ -51,15 +51,21 @@ pub enum Kind {
     /// through the `metrics` facade: compiled over std and over loom, raced,
     /// swept, flooded and weighed.
     BoundedLimiter,
+    /// Lesson 08's limiter over the redis crate's async API, on one
+    /// `redis-server` or a Redis Cluster: lesson 08's checks, then a
+    /// runtime that must keep running while Redis is paused, connections
+    /// counted, slots moved and masters killed.
+    AsyncRedisLimiter,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 5] = [
+    pub const ALL: [Kind; 6] = [
         Kind::Limiter,
         Kind::SharedLimiter,
         Kind::HttpLayer,
         Kind::RedisLimiter,
         Kind::BoundedLimiter,
+        Kind::AsyncRedisLimiter,
     ];
 
     /// As written in the catalog.
@@ -70,6 +76,7 @@ impl Kind {
             Kind::HttpLayer => "http-layer",
             Kind::RedisLimiter => "redis-limiter",
             Kind::BoundedLimiter => "bounded-limiter",
+            Kind::AsyncRedisLimiter => "async-redis-limiter",
         }
     }
 
@@ -82,6 +89,7 @@ impl Kind {
             Kind::HttpLayer => "http",
             Kind::RedisLimiter => "redis",
             Kind::BoundedLimiter => "memory",
+            Kind::AsyncRedisLimiter => "async_redis",
         }
     }
 
@@ -89,7 +97,7 @@ impl Kind {
     /// says so when there is none).
     pub fn needs_redis(self) -> bool {
         match self {
-            Kind::RedisLimiter => true,
+            Kind::RedisLimiter | Kind::AsyncRedisLimiter => true,
             Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => false,
         }
     }
@@ -98,9 +106,11 @@ impl Kind {
     pub fn serves(self) -> bool {
         match self {
             Kind::HttpLayer => true,
-            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => {
-                false
-            }
+            Kind::Limiter
+            | Kind::SharedLimiter
+            | Kind::RedisLimiter
+            | Kind::BoundedLimiter
+            | Kind::AsyncRedisLimiter => false,
         }
     }
 
@@ -110,7 +120,7 @@ impl Kind {
     pub fn measured(self) -> bool {
         match self {
             Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => true,
-            Kind::RedisLimiter => false,
+            Kind::RedisLimiter | Kind::AsyncRedisLimiter => false,
         }
     }
 
@@ -122,6 +132,7 @@ impl Kind {
             Kind::HttpLayer => false,
             Kind::RedisLimiter => false,
             Kind::BoundedLimiter => true,
+            Kind::AsyncRedisLimiter => false,
         }
     }
 

@@ -537,7 +537,8 @@ mod tests {
             .collect();
         assert!(unlisted_kinds("ARCHITECTURE.md", &all).is_empty());
         let rows = "| `limiter` | x |\n| `shared-limiter` | x |\n| `http-layer` | x |\n\
-                    | `redis-limiter` | x |\n| `bounded-limiter` | x |\n";
+                    | `redis-limiter` | x |\n| `bounded-limiter` | x |\n\
+                    | `async-redis-limiter` | x |\n";
         assert!(unlisted_kinds("ARCHITECTURE.md", rows).is_empty());
         let without = all.replace("- `redis-limiter`: …\n", "");
         let found = unlisted_kinds("ARCHITECTURE.md", &without);

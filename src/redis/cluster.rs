@@ -150,7 +150,55 @@ fn first_slots(i: usize) -> (u16, u16) {
     (start as u16, end as u16)
 }
 
+/// The shared cluster's node processes and folder, for the exit handler.
+static SHARED_PARTS: std::sync::Mutex<(Vec<u32>, Option<PathBuf>)> =
+    std::sync::Mutex::new((Vec::new(), None));
+
 impl RedisCluster {
+    /// The cluster every check of this test binary that neither moves a
+    /// slot nor kills a node shares (each check keeps to keys of its own).
+    /// Panics with the error's sentence when it cannot start.
+    pub fn shared() -> &'static RedisCluster {
+        static SHARED: std::sync::OnceLock<Result<RedisCluster, String>> =
+            std::sync::OnceLock::new();
+        let started = SHARED.get_or_init(|| {
+            let cluster = RedisCluster::start()?;
+            *SHARED_PARTS.lock().unwrap_or_else(|e| e.into_inner()) = (
+                cluster
+                    .nodes
+                    .iter()
+                    .filter_map(|n| n.server.pid())
+                    .collect(),
+                Some(cluster.dir.clone()),
+            );
+            // A static is never dropped: its nodes are killed and its
+            // folder removed when the process exits (and the nodes die
+            // with it however it ends; a folder left then goes at the next
+            // start).
+            extern "C" fn stop_shared() {
+                let parts = SHARED_PARTS.lock().unwrap_or_else(|e| e.into_inner());
+                for &pid in &parts.0 {
+                    // SAFETY: kill(2) on a node of the shared cluster.
+                    unsafe {
+                        libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                    }
+                }
+                if let Some(dir) = &parts.1 {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            // SAFETY: registers a function with no captures.
+            unsafe {
+                libc::atexit(stop_shared);
+            }
+            Ok(cluster)
+        });
+        match started {
+            Ok(cluster) => cluster,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
     /// Starts a cluster and waits until it serves every slot. An error is
     /// a sentence (no `redis-server`: the install sentence).
     pub fn start() -> Result<RedisCluster, String> {

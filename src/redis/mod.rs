@@ -108,6 +108,8 @@ pub enum SettingsError {
     Url(String),
     ZeroTimeout,
     ZeroRetryAfter,
+    /// A Redis Cluster given without the URL of any node (lesson 10).
+    NoNodes,
 }
 
 impl std::fmt::Display for SettingsError {
@@ -117,6 +119,10 @@ impl std::fmt::Display for SettingsError {
             SettingsError::ZeroTimeout => {
                 write!(f, "a timeout of zero would fail every call: give Redis some milliseconds")
             }
+            SettingsError::NoNodes => write!(
+                f,
+                "a Redis Cluster needs the URL of at least one of its nodes (the client learns the others from it)"
+            ),
             SettingsError::ZeroRetryAfter => write!(
                 f,
                 "a closed failure policy must tell clients to wait at least 1 ns (retry_after is never zero)"

@@ -35,7 +35,7 @@ impl Command {
     }
 
     /// Touches no data: never held, never a step of a schedule.
-    fn free(&self) -> bool {
+    pub(crate) fn free(&self) -> bool {
         matches!(
             self.name().as_str(),
             "CLIENT"
@@ -473,7 +473,7 @@ fn number(l: &[u8]) -> io::Result<i64> {
 }
 
 /// One client command: a RESP array of bulk strings (or an inline command).
-fn read_command(r: &mut impl BufRead) -> io::Result<Command> {
+pub(crate) fn read_command(r: &mut impl BufRead) -> io::Result<Command> {
     let first = line(r)?;
     let mut raw = first.clone();
     if first.first() != Some(&b'*') {

@@ -263,6 +263,15 @@ impl RedisServer {
     }
 
     /// Kills the process and waits for it: connections are refused.
+    /// The server's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|c| c.id())
+    }
+
     pub fn kill(&self) {
         if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = child.kill();

@@ -1,0 +1,106 @@
+//! The checks of the `async-redis-limiter` kind (lesson 10).
+//!
+//! Lesson 10's limiter keeps lesson 08's contract, so every check of lesson
+//! 08 runs against it first: [`AsyncLesson`] derefs to the
+//! [`RedisLesson`](crate::redis::checks::RedisLesson) of its subjects
+//! blocked on ([`blocking`](super::drive::blocking)), and lesson 08's
+//! suite calls it as it calls lesson 08. What is lesson 10's own is here,
+//! one concept a file: `relay` (a loopback relay that counts
+//! connections and commands and holds replies back), `runtime` (a call never blocks the runtime, calls
+//! share one connection), `cluster` (the checks every limiter passes on a
+//! Redis Cluster, a slot that moves, a master that fails over).
+
+mod cluster;
+mod relay;
+mod runtime;
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use super::drive::{on_cluster, AsyncVariant};
+use crate::checks::Lesson;
+use crate::drive::{Pace, Variant};
+use crate::kind::{Facts, Kind, Subjects};
+use crate::redis::checks::RedisLesson;
+use crate::redis::drive::{RuleKind, RULES};
+
+/// Lesson 10: lesson 08's lesson over its subjects blocked on, and the
+/// lessons of the checks every limiter passes on a Redis Cluster, one per
+/// rule.
+pub struct AsyncLesson {
+    pub facts: Facts,
+    subjects: Subjects<AsyncVariant>,
+    as_lesson_08: RedisLesson,
+    cluster: Vec<Lesson>,
+}
+
+/// A cluster's calls cross a socket, and some cross two: the shared
+/// properties run a quarter of their cases, as lesson 08's do.
+const PACE: Pace = Pace {
+    cases_divisor: 4,
+    one_clock: false,
+};
+
+impl Kind for AsyncLesson {
+    type Variant = AsyncVariant;
+
+    fn new(facts: Facts, subjects: Subjects<AsyncVariant>) -> AsyncLesson {
+        let cluster = RULES
+            .iter()
+            .map(|&kind| {
+                let rule = facts
+                    .titled(format!(
+                        "{}: {}, on a Redis Cluster of three masters",
+                        facts.title,
+                        kind.name()
+                    ))
+                    .following(kind.algorithm());
+                let variants = subjects.map(|&v: &AsyncVariant| {
+                    Variant::of(
+                        v.file,
+                        v.source,
+                        move |limit, period: Duration| on_cluster(v, kind, limit, period),
+                        None,
+                        PACE,
+                    )
+                });
+                Lesson::new(rule, variants)
+            })
+            .collect();
+        AsyncLesson {
+            as_lesson_08: RedisLesson::new(facts, subjects.map(|v| v.blocking)),
+            cluster,
+            facts,
+            subjects,
+        }
+    }
+}
+
+/// Lesson 08's checks, which lesson 10's limiter passes as lesson 08's
+/// does: `lesson().rule(…)`, `lesson().race(…)`, the faults.
+impl Deref for AsyncLesson {
+    type Target = RedisLesson;
+
+    fn deref(&self) -> &RedisLesson {
+        &self.as_lesson_08
+    }
+}
+
+impl AsyncLesson {
+    /// The checks every lesson shares, for one rule, on the shared Redis
+    /// Cluster.
+    pub fn on_cluster(&self, kind: RuleKind) -> &Lesson {
+        &self.cluster[kind.index_in(&RULES)]
+    }
+
+    fn tested(&self) -> AsyncVariant {
+        self.subjects.tested()
+    }
+
+    fn fail(&self, what: &str, message: String) -> ! {
+        panic!(
+            "{}",
+            self.facts.failure(what, &self.subjects.whose(), &message)
+        )
+    }
+}

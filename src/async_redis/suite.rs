@@ -1,0 +1,145 @@
+//! `async_redis_tests!`: the tests of lesson 10's kind,
+//! `async-redis-limiter`: lesson 08's, by rule, then the runtime's and the
+//! cluster's.
+
+/// The checks of lesson 10's kind (`lesson()` must be in scope): every
+/// check of lesson 08 (its lesson is lesson 10's by `Deref`), then calls
+/// that never block the runtime and share one connection, and the checks
+/// every limiter passes on a Redis Cluster, a slot that moves and a master
+/// that fails over.
+#[macro_export]
+macro_rules! async_redis_tests {
+    () => {
+        $crate::__group!(source {
+            $crate::__source_tests!(inputs);
+        });
+
+        /// Not a check: an app server process the checks start (this test
+        /// binary run again, as `app_server`); it does nothing elsewhere.
+        #[test]
+        #[ignore = "an app server process the checks start"]
+        fn app_server() {
+            lesson().serve_app_server();
+        }
+
+        $crate::__redis_rule!(fixed_window, FixedWindow);
+        $crate::__redis_rule!(sliding_log, SlidingLog);
+        $crate::__redis_rule!(gcra, Gcra);
+
+        $crate::__group!(race {
+            /// 64 calls at once: one connection, every command sent
+            /// before the first reply.
+            #[test]
+            fn concurrent_calls_share_one_connection() {
+                lesson().concurrent_calls_share_one_connection();
+            }
+        });
+
+        $crate::__group!(fault {
+            #[test]
+            fn calls_never_block_the_runtime() {
+                lesson().calls_never_block_the_runtime();
+            }
+
+            #[test]
+            fn server_paused() {
+                lesson().follows_its_failure_policy_when_the_server_is_paused();
+            }
+
+            #[test]
+            fn server_killed_and_restarted() {
+                lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
+            }
+
+            #[test]
+            fn server_out_of_memory() {
+                lesson().follows_its_failure_policy_when_the_server_is_out_of_memory();
+            }
+
+            #[test]
+            fn server_read_only() {
+                lesson().follows_its_failure_policy_when_the_server_is_read_only();
+            }
+
+            #[test]
+            fn script_fails() {
+                lesson().follows_its_failure_policy_when_the_script_fails();
+            }
+
+            #[test]
+            fn server_unreachable() {
+                lesson().follows_its_failure_policy_when_the_server_is_unreachable();
+            }
+
+            #[test]
+            fn cut_off_between_commands() {
+                lesson().leaves_no_key_without_a_ttl_when_cut_off();
+            }
+        });
+
+        $crate::__group!(property {
+            #[test]
+            fn server_clock_is_one_clock_for_every_app_server() {
+                lesson().server_clock_is_one_clock_for_every_app_server();
+            }
+        });
+
+        /// The checks every limiter passes, each rule on a Redis Cluster.
+        mod cluster {
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::__async_redis_cluster_rule!(fixed_window, FixedWindow);
+            $crate::__async_redis_cluster_rule!(sliding_log, SlidingLog);
+            $crate::__async_redis_cluster_rule!(gcra, Gcra);
+
+            $crate::__group!(slow {
+                #[test]
+                fn answers_hold_while_a_slot_moves() {
+                    lesson().answers_hold_while_a_slot_moves();
+                }
+
+                #[test]
+                fn a_failover_costs_at_most_the_writes_not_replicated() {
+                    lesson().a_failover_costs_at_most_the_writes_not_replicated();
+                }
+            });
+        }
+
+        /// Run by `cargo run -- compare 10 [TIMELINE]` (it sets
+        /// `KATA_COMPARE`): the timeline under each rule, yours beside the
+        /// reference's.
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
+            for kind in $crate::redis::drive::RULES {
+                println!("== {}", kind.name());
+                lesson().rule(kind).print_comparison(&which);
+            }
+        }
+    };
+}
+
+/// The checks every limiter passes, for one rule of lesson 10 on the
+/// shared Redis Cluster.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __async_redis_cluster_rule {
+    ($module:ident, $rule:ident) => {
+        mod $module {
+            fn lesson() -> &'static $crate::Lesson {
+                super::super::lesson().on_cluster($crate::redis::drive::RuleKind::$rule)
+            }
+
+            $crate::__group!(slow {
+                /// The model's answers, on a cluster: every key of a
+                /// client in one slot, `MOVED` followed.
+                #[test]
+                fn agrees_with_model() {
+                    lesson().agrees_with_model();
+                }
+            });
+        }
+    };
+}
