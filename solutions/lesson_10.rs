@@ -16,16 +16,34 @@
 //!   past it, or on any error (error replies included), the failure policy
 //!   answers, and a connection that broke is dropped so that the next call
 //!   connects again.
+//!
+//! The layer is lesson 07's contract over an async limiter: its service's
+//! `call` returns a future that awaits the limiter's answer, then calls the
+//! inner service (the one `poll_ready` made ready, moved into the future;
+//! a clone takes its place) and adds the headers, or answers 429 itself.
 
-use std::sync::Mutex;
+use std::future::Future;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use super::sync::{Arc, AtomicBool, Mutex, Ordering};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
+
 use kata::async_redis::{Redis, Settings};
+use kata::http::{
+    KeyRule, LayerError, Policy, PolicyError, MAX_API_KEY_LEN, PROBLEM_TITLE, PROBLEM_TYPE,
+    UNKNOWN_CLIENT,
+};
 use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
 use kata::{AsyncRateLimiter, ConfigError, Decision, RateLimiter, Timestamp};
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Script, ScriptInvocation, Value};
+use tower::{Layer, Service};
 
 /// Seconds-and-nanoseconds arithmetic, prepended to every script.
 const PAIRS: &str = r#"
@@ -434,4 +452,270 @@ impl AsyncRateLimiter for AsyncRedisLimiter {
             },
         }
     }
+}
+
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
+const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
+
+/// Lesson 07's layer over an async limiter: cheap to clone, every clone and
+/// every service it makes share one limiter.
+pub struct AsyncRateLimitLayer<L, C> {
+    shared: Arc<Shared<L, C>>,
+}
+
+struct Shared<L, C> {
+    limiter: Arc<L>,
+    keys: KeyRule,
+    clock: C,
+    policy: Policy,
+    /// The policy's name as a structured-field string: `"api"`.
+    name: String,
+    /// `RateLimit-Policy`, rendered once.
+    policy_header: HeaderValue,
+    /// Whether a missing peer address was reported already.
+    reported: AtomicBool,
+}
+
+impl<L, C> Clone for AsyncRateLimitLayer<L, C> {
+    fn clone(&self) -> Self {
+        AsyncRateLimitLayer {
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<L: AsyncRateLimiter, C: kata::http::Clock> AsyncRateLimitLayer<L, C> {
+    /// Lesson 07's checks of the policy, in its order.
+    pub fn new(
+        limiter: Arc<L>,
+        policy: Policy,
+        keys: KeyRule,
+        clock: C,
+    ) -> Result<Self, PolicyError> {
+        if policy.name.is_empty() {
+            return Err(PolicyError::EmptyName);
+        }
+        if !policy.name.bytes().all(|b| (0x20..=0x7e).contains(&b)) {
+            return Err(PolicyError::InvalidName);
+        }
+        if policy.quota == 0 {
+            return Err(PolicyError::ZeroQuota);
+        }
+        if policy.window.as_secs() == 0 || policy.window.subsec_nanos() != 0 {
+            return Err(PolicyError::WindowNotWholeSeconds);
+        }
+        let name = sf_string(&policy.name);
+        let policy_header = header_value(format!(
+            "{name};q={};w={}",
+            policy.quota,
+            policy.window.as_secs()
+        ));
+        Ok(AsyncRateLimitLayer {
+            shared: Arc::new(Shared {
+                limiter,
+                keys,
+                clock,
+                policy,
+                name,
+                policy_header,
+                reported: AtomicBool::new(false),
+            }),
+        })
+    }
+}
+
+impl<S, L, C> Layer<S> for AsyncRateLimitLayer<L, C> {
+    type Service = AsyncRateLimit<S, L, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AsyncRateLimit {
+            inner,
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The service the layer wraps around another.
+pub struct AsyncRateLimit<S, L, C> {
+    inner: S,
+    shared: Arc<Shared<L, C>>,
+}
+
+impl<S: Clone, L, C> Clone for AsyncRateLimit<S, L, C> {
+    fn clone(&self) -> Self {
+        AsyncRateLimit {
+            inner: self.inner.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// What `call` returns: the limiter's answer, then the inner service's
+/// response or the 429.
+type Answer<E> = Pin<Box<dyn Future<Output = Result<Response<Body>, E>> + Send>>;
+
+impl<S, L, C> Service<Request<Body>> for AsyncRateLimit<S, L, C>
+where
+    S: Service<Request<Body>, Response = Response<Body>> + Clone + Send + 'static,
+    S::Future: Send,
+    L: AsyncRateLimiter + 'static,
+    C: kata::http::Clock + 'static,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Answer<S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        // Ready when the inner service is: an allowed request calls it.
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        // The inner service `poll_ready` made ready goes into the future,
+        // which calls it later; a clone, not yet ready, takes its place.
+        let fresh = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, fresh);
+        let shared = self.shared.clone();
+        let key = shared.client_key(&req);
+        let now = shared.clock.now();
+        Box::pin(async move {
+            match shared.limiter.check(&key, now).await {
+                Decision::Allowed { remaining } => {
+                    let mut response = inner.call(req).await?;
+                    let ratelimit = header_value(format!("{};r={remaining}", shared.name));
+                    let headers = response.headers_mut();
+                    headers.insert(RATELIMIT_POLICY, shared.policy_header.clone());
+                    headers.insert(RATELIMIT, ratelimit);
+                    Ok(response)
+                }
+                Decision::Denied { retry_after } => Ok(shared.too_many_requests(retry_after)),
+            }
+        })
+    }
+}
+
+impl<L, C> Shared<L, C> {
+    /// `api:<key>` for one valid API key header line, else `ip:<client>`.
+    fn client_key(&self, req: &Request<Body>) -> String {
+        if let Some(name) = &self.keys.api_key_header {
+            let mut lines = req.headers().get_all(name).iter();
+            if let (Some(value), None) = (lines.next(), lines.next()) {
+                let bytes = value.as_bytes();
+                let visible = bytes.iter().all(|b| (0x21..=0x7e).contains(b));
+                if visible && (1..=MAX_API_KEY_LEN).contains(&bytes.len()) {
+                    return format!("api:{}", String::from_utf8_lossy(bytes));
+                }
+            }
+        }
+        match req.extensions().get::<ConnectInfo<SocketAddr>>() {
+            Some(ConnectInfo(peer)) => address_key(self.client_address(req.headers(), peer.ip())),
+            None => {
+                // Once per layer, whichever clone sees it first.
+                if !self.reported.swap(true, Ordering::Relaxed) {
+                    self.keys.report.error(&LayerError::NoPeerAddress);
+                }
+                UNKNOWN_CLIENT.to_string()
+            }
+        }
+    }
+
+    /// Walks `X-Forwarded-For` (every line, in order), then the peer, from
+    /// the right: the first address that is not a trusted proxy is the
+    /// client. An entry that is not an address stops the walk at the
+    /// address to its right; if every address is trusted, the leftmost.
+    fn client_address(&self, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
+        if self.keys.trusted_proxies.is_empty() || !self.keys.trusts(peer) {
+            return peer;
+        }
+        let mut entries: Vec<Option<IpAddr>> = Vec::new();
+        for line in headers.get_all(X_FORWARDED_FOR) {
+            match line.to_str() {
+                Ok(text) => entries.extend(
+                    text.split(',')
+                        .map(|entry| entry.trim_matches([' ', '\t']).parse().ok()),
+                ),
+                Err(_) => entries.push(None),
+            }
+        }
+        let mut client = peer;
+        for entry in entries.iter().rev() {
+            match entry {
+                None => return client,
+                Some(ip) => {
+                    client = *ip;
+                    if !self.keys.trusts(*ip) {
+                        return client;
+                    }
+                }
+            }
+        }
+        client
+    }
+
+    /// The 429: `Retry-After` in whole seconds rounded up (at least 1), the
+    /// two rate-limit headers, and a problem body naming the policy.
+    fn too_many_requests(&self, retry_after: Duration) -> Response<Body> {
+        let seconds = retry_after.as_nanos().div_ceil(1_000_000_000).max(1);
+        let body = serde_json::json!({
+            "type": PROBLEM_TYPE,
+            "title": PROBLEM_TITLE,
+            "status": 429,
+            "detail": format!(
+                "You sent more than {} requests in {} s under policy {}; try again in {seconds} s.",
+                self.policy.quota,
+                self.policy.window.as_secs(),
+                self.name
+            ),
+            "violated-policies": [self.policy.name],
+        });
+        let mut response = Response::new(Body::from(body.to_string()));
+        *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+        let headers = response.headers_mut();
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds as u64));
+        headers.insert(
+            RATELIMIT,
+            header_value(format!("{};r=0;t={seconds}", self.name)),
+        );
+        headers.insert(RATELIMIT_POLICY, self.policy_header.clone());
+        headers.insert(
+            "content-type",
+            HeaderValue::from_static("application/problem+json"),
+        );
+        response
+    }
+}
+
+/// `ip:203.0.113.7`; an IPv6 client by its /64; an IPv4-mapped IPv6
+/// address as the IPv4 address it is.
+fn address_key(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("ip:{v4}"),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => format!("ip:{v4}"),
+            None => {
+                let prefix = Ipv6Addr::from(u128::from(v6) & !(u128::MAX >> 64));
+                format!("ip:{prefix}/64")
+            }
+        },
+    }
+}
+
+/// A structured-field string: in double quotes, `\` and `"` escaped.
+fn sf_string(name: &str) -> String {
+    let mut out = String::from("\"");
+    for c in name.chars() {
+        if c == '"' || c == '\\' {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('"');
+    out
+}
+
+/// Printable ASCII only, which every value here is.
+fn header_value(text: String) -> HeaderValue {
+    HeaderValue::try_from(text).expect("printable ASCII")
 }

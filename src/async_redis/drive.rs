@@ -39,13 +39,16 @@ pub trait AsyncLimiter: Send + Sync {
 pub type BuildAsync = fn(Rule, Settings) -> Result<Arc<dyn AsyncLimiter>, ConfigError>;
 
 /// One implementation of lesson 10 compiled into its test binary: built as
-/// itself, and as lesson 08's kind sees it ([`blocking`]).
+/// itself, as lesson 08's kind sees it ([`blocking`]), and its layer as
+/// lesson 07's kind sees one.
 #[derive(Clone, Copy)]
 pub struct AsyncVariant {
     pub file: &'static str,
     pub source: &'static str,
     pub build: BuildAsync,
     pub blocking: RedisVariant,
+    /// The file's `AsyncRateLimitLayer`, over the harness's test limiter.
+    pub layer: crate::http::drive::HttpVariant,
 }
 
 impl crate::kind::Compiled for AsyncVariant {

@@ -84,6 +84,16 @@ macro_rules! async_redis_tests {
             }
         });
 
+        /// Lesson 07's checks, for the file's `AsyncRateLimitLayer` over the
+        /// harness's test limiter.
+        mod layer {
+            fn lesson() -> &'static $crate::http::Lesson {
+                super::lesson().layer()
+            }
+
+            $crate::http_tests!();
+        }
+
         /// The checks every limiter passes, each rule on a Redis Cluster.
         mod cluster {
             #[allow(unused_imports)]

@@ -1,7 +1,8 @@
 //! `variant!` of the `async-redis-limiter` kind: a limiter file compiled
 //! over std and wrapped as an [`AsyncVariant`](super::drive::AsyncVariant),
 //! built from a rule and settings, as itself and blocked on as lesson 08's
-//! kind sees a limiter.
+//! kind sees a limiter; and its layer, `AsyncRateLimitLayer`, as lesson
+//! 07's kind drives a layer.
 
 #[doc(hidden)]
 #[macro_export]
@@ -37,10 +38,16 @@ macro_rules! __async_redis_variant {
                     .map(|l| Arc::new(Driven(l)) as Arc<dyn AsyncLimiter>)
             }
 
+            /// The file's layer, as lesson 07's kind drives one.
+            mod layer {
+                $crate::__http_variant_of!(super::on_std::imp, $path, $file, AsyncRateLimitLayer);
+            }
+
             pub const VARIANT: AsyncVariant = AsyncVariant {
                 file: $path,
                 source: include_str!($file),
                 build,
+                layer: layer::VARIANT,
                 blocking: RedisVariant {
                     file: $path,
                     source: include_str!($file),

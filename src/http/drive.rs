@@ -59,6 +59,18 @@ impl Clone for TestLimiter {
     }
 }
 
+/// Lesson 10's layer is built over async limiters: the same answers, ready
+/// at once.
+impl crate::decision::AsyncRateLimiter for TestLimiter {
+    fn check(
+        &self,
+        key: &str,
+        now: Timestamp,
+    ) -> impl std::future::Future<Output = Decision> + Send {
+        std::future::ready(RateLimiter::check(self, key, now))
+    }
+}
+
 impl RateLimiter for TestLimiter {
     fn check(&self, key: &str, now: Timestamp) -> Decision {
         self.calls
@@ -462,6 +474,12 @@ pub mod probe {
 
     impl RateLimiter for Unclonable {
         fn check(&self, _: &str, _: Timestamp) -> Decision {
+            Decision::Allowed { remaining: 0 }
+        }
+    }
+
+    impl crate::decision::AsyncRateLimiter for Unclonable {
+        async fn check(&self, _: &str, _: Timestamp) -> Decision {
             Decision::Allowed { remaining: 0 }
         }
     }

@@ -4,11 +4,13 @@
 //! 08 runs against it first: [`AsyncLesson`] derefs to the
 //! [`RedisLesson`](crate::redis::checks::RedisLesson) of its subjects
 //! blocked on ([`blocking`](super::drive::blocking)), and lesson 08's
-//! suite calls it as it calls lesson 08. What is lesson 10's own is here,
-//! one concept a file: `relay` (a loopback relay that counts
-//! connections and commands and holds replies back), `runtime` (a call never blocks the runtime, calls
-//! share one connection), `cluster` (the checks every limiter passes on a
-//! Redis Cluster, a slot that moves, a master that fails over).
+//! suite calls it as it calls lesson 08. Its layer keeps lesson 07's:
+//! [`AsyncLesson::layer`] is lesson 07's lesson over the file's
+//! `AsyncRateLimitLayer`. What is lesson 10's own is here, one concept a
+//! file: `relay` (a loopback relay that counts connections and commands
+//! and holds replies back), `runtime` (a call never blocks the runtime,
+//! calls share one connection), `cluster` (a slot that moves, a master
+//! that fails over).
 
 mod cluster;
 mod relay;
@@ -32,6 +34,8 @@ pub struct AsyncLesson {
     subjects: Subjects<AsyncVariant>,
     as_lesson_08: RedisLesson,
     cluster: Vec<Lesson>,
+    /// Lesson 07's lesson over the file's layer.
+    layer: crate::http::checks::HttpLesson,
 }
 
 /// A cluster's calls cross a socket, and some cross two: the shared
@@ -69,6 +73,10 @@ impl Kind for AsyncLesson {
             .collect();
         AsyncLesson {
             as_lesson_08: RedisLesson::new(facts, subjects.map(|v| v.blocking)),
+            layer: crate::http::checks::HttpLesson::new(
+                facts.titled(format!("{}: the async layer", facts.title)),
+                subjects.map(|v| v.layer),
+            ),
             cluster,
             facts,
             subjects,
@@ -91,6 +99,11 @@ impl AsyncLesson {
     /// Cluster.
     pub fn on_cluster(&self, kind: RuleKind) -> &Lesson {
         &self.cluster[kind.index_in(&RULES)]
+    }
+
+    /// Lesson 07's checks, for the file's `AsyncRateLimitLayer`.
+    pub fn layer(&self) -> &crate::http::checks::HttpLesson {
+        &self.layer
     }
 
     fn tested(&self) -> AsyncVariant {

@@ -8,12 +8,27 @@
 //! - The connection is built once and replaced only when it fails with
 //!   anything but an error reply: a `RwLock` holds it, read to clone it
 //!   out, written only to replace it, never held across an `.await`.
+//! - The layer is lesson 07's other design (a future written by hand, the
+//!   key walk from the right, the problem body by hand), whose future polls
+//!   the limiter's answer first.
 //! - A cluster's client is built with two retries (a `MOVED` or `ASK` is
 //!   followed by a retry; with none, a redirect would be an error), all of
 //!   them within the call's timeout.
 
-use std::sync::RwLock;
+use std::future::Future;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use super::sync::{Arc, AtomicBool, Ordering, RwLock};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
+use kata::http::{
+    KeyRule, LayerError, Policy, PolicyError, MAX_API_KEY_LEN, PROBLEM_TITLE, PROBLEM_TYPE,
+    UNKNOWN_CLIENT,
+};
 
 use kata::async_redis::{Redis, Settings};
 use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
@@ -21,6 +36,7 @@ use kata::{AsyncRateLimiter, ConfigError, Decision, RateLimiter, Timestamp};
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Script};
+use tower::{Layer, Service};
 
 /// Pair arithmetic: every instant is (whole seconds, nanoseconds past them).
 const PAIRS: &str = r"
@@ -362,4 +378,306 @@ impl AsyncRateLimiter for AsyncRedisLimiter {
             },
         }
     }
+}
+
+pub struct AsyncRateLimitLayer<L, C> {
+    limiter: Arc<L>,
+    config: Arc<Config>,
+    reported: Arc<AtomicBool>,
+    clock: C,
+}
+
+pub struct Config {
+    keys: KeyRule,
+    policy: Policy,
+    quoted: String,
+}
+
+impl<L, C: Clone> Clone for AsyncRateLimitLayer<L, C> {
+    fn clone(&self) -> Self {
+        AsyncRateLimitLayer {
+            limiter: Arc::clone(&self.limiter),
+            config: Arc::clone(&self.config),
+            reported: Arc::clone(&self.reported),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl<L: AsyncRateLimiter, C: kata::http::Clock> AsyncRateLimitLayer<L, C> {
+    pub fn new(
+        limiter: Arc<L>,
+        policy: Policy,
+        keys: KeyRule,
+        clock: C,
+    ) -> Result<Self, PolicyError> {
+        let fault = if policy.name.is_empty() {
+            Some(PolicyError::EmptyName)
+        } else if policy.name.chars().any(|c| !(' '..='~').contains(&c)) {
+            Some(PolicyError::InvalidName)
+        } else if policy.quota == 0 {
+            Some(PolicyError::ZeroQuota)
+        } else if policy.window < std::time::Duration::from_secs(1)
+            || !policy.window.as_nanos().is_multiple_of(1_000_000_000)
+        {
+            Some(PolicyError::WindowNotWholeSeconds)
+        } else {
+            None
+        };
+        if let Some(e) = fault {
+            return Err(e);
+        }
+        let quoted = format!(
+            "\"{}\"",
+            policy.name.replace('\\', "\\\\").replace('"', "\\\"")
+        );
+        Ok(AsyncRateLimitLayer {
+            limiter,
+            config: Arc::new(Config {
+                keys,
+                policy,
+                quoted,
+            }),
+            reported: Arc::new(AtomicBool::new(false)),
+            clock,
+        })
+    }
+}
+
+impl<S, L, C: Clone> Layer<S> for AsyncRateLimitLayer<L, C> {
+    type Service = AsyncRateLimited<S, L, C>;
+
+    fn layer(&self, inner: S) -> Self::Service {
+        AsyncRateLimited {
+            inner,
+            layer: self.clone(),
+        }
+    }
+}
+
+pub struct AsyncRateLimited<S, L, C> {
+    inner: S,
+    layer: AsyncRateLimitLayer<L, C>,
+}
+
+impl<S: Clone, L, C: Clone> Clone for AsyncRateLimited<S, L, C> {
+    fn clone(&self) -> Self {
+        AsyncRateLimited {
+            inner: self.inner.clone(),
+            layer: self.layer.clone(),
+        }
+    }
+}
+
+/// The service's future, by hand: the limiter's answer to come, with the
+/// inner service and the request waiting; then the inner service's
+/// response to come, with the headers to add; or the 429, ready.
+pub enum Answer<S: Service<Request<Body>>> {
+    Deciding {
+        decision: Pin<Box<dyn Future<Output = Decision> + Send>>,
+        waiting: Option<Box<(S, Request<Body>)>>,
+        config: Arc<Config>,
+    },
+    Inner {
+        future: Pin<Box<S::Future>>,
+        headers: Option<[HeaderValue; 2]>,
+    },
+    Refused(Option<Response<Body>>),
+}
+
+impl<S> Future for Answer<S>
+where
+    S: Service<Request<Body>, Response = Response<Body>>,
+{
+    type Output = Result<Response<Body>, S::Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Every variant is Unpin: what is not is pinned in its box.
+        let this = self.get_mut();
+        loop {
+            match this {
+                Answer::Deciding {
+                    decision,
+                    waiting,
+                    config,
+                } => {
+                    let Poll::Ready(decision) = decision.as_mut().poll(cx) else {
+                        return Poll::Pending;
+                    };
+                    let (mut inner, req) = *waiting.take().expect("polled after it was ready");
+                    *this = match decision {
+                        Decision::Allowed { remaining } => Answer::Inner {
+                            future: Box::pin(inner.call(req)),
+                            headers: Some([
+                                policy_header(config),
+                                text(format!("{};r={remaining}", config.quoted)),
+                            ]),
+                        },
+                        Decision::Denied { retry_after } => {
+                            Answer::Refused(Some(refused(config, retry_after)))
+                        }
+                    };
+                }
+                Answer::Inner { future, headers } => {
+                    return match future.as_mut().poll(cx) {
+                        Poll::Pending => Poll::Pending,
+                        Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                        Poll::Ready(Ok(mut response)) => {
+                            let [policy, ratelimit] =
+                                headers.take().expect("polled after it was ready");
+                            response.headers_mut().insert("ratelimit-policy", policy);
+                            response.headers_mut().insert("ratelimit", ratelimit);
+                            Poll::Ready(Ok(response))
+                        }
+                    };
+                }
+                Answer::Refused(response) => {
+                    return Poll::Ready(Ok(response.take().expect("polled after it was ready")));
+                }
+            }
+        }
+    }
+}
+
+impl<S, L, C> Service<Request<Body>> for AsyncRateLimited<S, L, C>
+where
+    S: Service<Request<Body>, Response = Response<Body>> + Clone,
+    L: AsyncRateLimiter + 'static,
+    C: kata::http::Clock,
+{
+    type Response = Response<Body>;
+    type Error = S::Error;
+    type Future = Answer<S>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let key = self.key(&req);
+        let now = self.layer.clock.now();
+        let limiter = Arc::clone(&self.layer.limiter);
+        let fresh = self.inner.clone();
+        Answer::Deciding {
+            decision: Box::pin(async move { limiter.check(&key, now).await }),
+            waiting: Some(Box::new((std::mem::replace(&mut self.inner, fresh), req))),
+            config: Arc::clone(&self.layer.config),
+        }
+    }
+}
+
+fn policy_header(config: &Config) -> HeaderValue {
+    text(format!(
+        "{};q={};w={}",
+        config.quoted,
+        config.policy.quota,
+        config.policy.window.as_secs()
+    ))
+}
+
+/// The 429, its body written by hand.
+fn refused(config: &Config, retry_after: std::time::Duration) -> Response<Body> {
+    let whole = retry_after.as_secs();
+    let seconds = if retry_after.subsec_nanos() > 0 || whole == 0 {
+        whole + 1
+    } else {
+        whole
+    };
+    let body = format!(
+        "{{\"type\":{},\"title\":{},\"status\":429,\"detail\":\"Too many requests: try again in {seconds} s.\",\"violated-policies\":[{}]}}",
+        json(PROBLEM_TYPE),
+        json(PROBLEM_TITLE),
+        json(&config.policy.name)
+    );
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::TOO_MANY_REQUESTS;
+    let h = response.headers_mut();
+    h.insert("content-type", text("application/problem+json".into()));
+    h.insert("retry-after", text(seconds.to_string()));
+    h.insert(
+        "ratelimit",
+        text(format!("{};r=0;t={seconds}", config.quoted)),
+    );
+    h.insert("ratelimit-policy", policy_header(config));
+    response
+}
+
+impl<S, L, C> AsyncRateLimited<S, L, C> {
+    fn key(&self, req: &Request<Body>) -> String {
+        let keys = &self.layer.config.keys;
+        if let Some(header) = &keys.api_key_header {
+            let lines: Vec<&HeaderValue> = req.headers().get_all(header).iter().collect();
+            if let [only] = lines.as_slice() {
+                let v = only.as_bytes();
+                if !v.is_empty() && v.len() <= MAX_API_KEY_LEN && v.iter().all(u8::is_ascii_graphic)
+                {
+                    return format!("api:{}", std::str::from_utf8(v).expect("graphic ASCII"));
+                }
+            }
+        }
+        let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>() else {
+            if !self.layer.reported.swap(true, Ordering::AcqRel) {
+                keys.report.error(&LayerError::NoPeerAddress);
+            }
+            return UNKNOWN_CLIENT.into();
+        };
+        let client = walk(keys, req.headers(), peer.ip());
+        match client {
+            IpAddr::V4(v4) => format!("ip:{v4}"),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => format!("ip:{v4}"),
+                None => {
+                    let s = v6.segments();
+                    let net = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+                    format!("ip:{net}/64")
+                }
+            },
+        }
+    }
+}
+
+/// From the right: the peer, then each line's entries, the last line first.
+fn walk(keys: &KeyRule, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
+    if keys.trusted_proxies.is_empty() {
+        return peer;
+    }
+    let mut right = peer;
+    if !keys.trusts(right) {
+        return right;
+    }
+    let lines: Vec<&HeaderValue> = headers.get_all("x-forwarded-for").iter().collect();
+    for line in lines.into_iter().rev() {
+        let Ok(text) = line.to_str() else {
+            return right;
+        };
+        for entry in text.rsplit(',') {
+            match entry
+                .trim_matches(|c| c == ' ' || c == '\t')
+                .parse::<IpAddr>()
+            {
+                Err(_) => return right,
+                Ok(ip) if !keys.trusts(ip) => return ip,
+                Ok(ip) => right = ip,
+            }
+        }
+    }
+    right
+}
+
+/// A JSON string of printable ASCII.
+fn json(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn text(s: String) -> HeaderValue {
+    HeaderValue::from_str(&s).expect("printable ASCII")
 }
