@@ -10,6 +10,8 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo::rerun-if-env-changed=KATA_DEMO_ROOT");
     println!("cargo::rerun-if-env-changed=KATA_DEMO_SUBJECT");
+    println!("cargo::rerun-if-env-changed=KATA_DEMO_LESSON");
+    println!("cargo::rustc-check-cfg=cfg(served_stack)");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo")).join("served.rs");
     let here = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"));
     let root = std::env::var_os("KATA_DEMO_ROOT")
@@ -33,8 +35,28 @@ fn main() {
             return;
         }
     };
-    let Some(lesson) = catalog.lessons.iter().find(|l| l.kind.serves()) else {
-        println!("cargo::error=no lesson of {} serves", root.display());
+    // `KATA_DEMO_LESSON`: the lesson whose whole stack is served as app
+    // server processes (`serve --servers N`), else the lesson whose layer is.
+    let stack = std::env::var("KATA_DEMO_LESSON")
+        .ok()
+        .filter(|n| !n.is_empty());
+    let lesson = match &stack {
+        Some(number) => catalog.lessons.iter().find(|l| {
+            l.number.to_string() == *number && l.kind == kata_catalog::Kind::AsyncRedisLimiter
+        }),
+        None => catalog
+            .lessons
+            .iter()
+            .find(|l| l.kind.serves() && l.kind != kata_catalog::Kind::AsyncRedisLimiter),
+    };
+    let Some(lesson) = lesson else {
+        println!(
+            "cargo::error=no lesson of {} serves{}",
+            root.display(),
+            stack.map_or(String::new(), |n| format!(
+                " as app servers with number {n}"
+            ))
+        );
         return;
     };
     let reference = std::env::var("KATA_DEMO_SUBJECT").as_deref() == Ok("reference");
@@ -46,6 +68,19 @@ fn main() {
     let path = root.join(&file).to_string_lossy().replace('\\', "/");
     println!("cargo::rerun-if-changed={path}");
     let mut code = String::new();
+    if stack.is_some() {
+        println!("cargo::rustc-cfg=served_stack");
+        let _ = writeln!(
+            code,
+            "/// The file served, as learners name it.\npub const FILE: &str = {file:?};\n\
+             #[allow(unused_imports)]\npub mod sync {{\n    pub use kata::sync::std_backend::*;\n}}\n\
+             #[path = {path:?}]\npub mod imp;\n\
+             pub use imp::{{{ty} as Limiter, AsyncRateLimitLayer as Layer}};",
+            ty = lesson.type_name,
+        );
+        kata_catalog::write_if_changed(&out, &code);
+        return;
+    }
     let _ = writeln!(
         code,
         "/// The file served, as learners name it.\npub const FILE: &str = {file:?};\n\

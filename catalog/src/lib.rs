@@ -102,15 +102,15 @@ impl Kind {
         }
     }
 
-    /// Whether `cargo run -- serve` serves a lesson of this kind.
+    /// Whether `cargo run -- serve` serves a lesson of this kind: its layer
+    /// (`http-layer`), or its whole stack as app server processes
+    /// (`async-redis-limiter`, `serve --servers N`).
     pub fn serves(self) -> bool {
         match self {
-            Kind::HttpLayer => true,
-            Kind::Limiter
-            | Kind::SharedLimiter
-            | Kind::RedisLimiter
-            | Kind::BoundedLimiter
-            | Kind::AsyncRedisLimiter => false,
+            Kind::HttpLayer | Kind::AsyncRedisLimiter => true,
+            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => {
+                false
+            }
         }
     }
 

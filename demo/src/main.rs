@@ -7,41 +7,75 @@
 //! stopped, or until the command that started it ends.
 //!
 //! `serve [--port N]` (0 picks a free port).
+//!
+//! Built for lesson 10 (`KATA_DEMO_LESSON`), it serves the learner's whole
+//! stack instead, as app server processes on one Redis or one Redis
+//! Cluster (`stack`): `serve --servers N [--cluster]`.
 
+#[cfg(not(served_stack))]
+mod layer;
+#[cfg(not(served_stack))]
 mod limiter;
+#[cfg(served_stack)]
+mod stack;
 mod served {
     include!(concat!(env!("OUT_DIR"), "/served.rs"));
 }
 
-use std::io::Write as _;
-use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::sync::Arc;
+#[cfg(unix)]
 use std::time::Duration;
-
-use kata::http::{Clock, KeyRule, MonotonicClock, Policy};
-use metrics_exporter_prometheus::PrometheusBuilder;
-
-use limiter::Metered;
-
-/// The demo's policy: 5 requests per 10 s per client.
-fn policy() -> Policy {
-    Policy::new("demo", 5, Duration::from_secs(10))
-}
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let mut port = 3000u16;
+    let mut servers = None;
+    let mut cluster = false;
+    let mut app_server = None;
     while let Some(arg) = args.next() {
-        match (arg.as_str(), args.next().map(|p| p.parse::<u16>())) {
-            ("--port", Some(Ok(p))) => port = p,
-            _ => {
-                eprintln!("usage: serve [--port N]");
-                return ExitCode::from(2);
+        let parsed = match arg.as_str() {
+            "--port" => args.next().and_then(|p| p.parse().ok()).map(|p| port = p),
+            "--servers" => args
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| (1..=8).contains(n))
+                .map(|n| servers = Some(n)),
+            "--cluster" => {
+                cluster = true;
+                Some(())
             }
+            // An app server process the parent started: its number, then
+            // where Redis is (one URL, or the cluster's, comma-separated).
+            "--app-server" => args
+                .next()
+                .and_then(|n| n.parse::<usize>().ok())
+                .zip(args.next())
+                .map(|a| app_server = Some(a)),
+            _ => None,
+        };
+        if parsed.is_none() {
+            eprintln!("usage: serve [--port N] [--servers N (1 to 8) [--cluster]]");
+            return ExitCode::from(2);
         }
     }
-    match serve(port) {
+    let done = match (servers, app_server) {
+        (None, None) if cluster => Err("--cluster goes with --servers N".to_string()),
+        #[cfg(not(served_stack))]
+        (None, None) => layer::serve(port),
+        #[cfg(not(served_stack))]
+        _ => Err(
+            "this build serves lesson 07's layer; `cargo run -- serve --servers N` \
+                  builds lesson 10's stack"
+                .to_string(),
+        ),
+        #[cfg(served_stack)]
+        (None, None) => Err("this build serves lesson 10's stack: give --servers N".to_string()),
+        #[cfg(served_stack)]
+        (Some(n), None) => stack::serve(n, cluster, port),
+        #[cfg(served_stack)]
+        (_, Some((number, redis))) => stack::app_server(number, &redis, cluster),
+    };
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");
@@ -50,80 +84,9 @@ fn main() -> ExitCode {
     }
 }
 
-fn serve(port: u16) -> Result<(), String> {
-    let clock = MonotonicClock::new();
-    let policy = policy();
-    let keys = KeyRule::by_address()
-        .with_api_key("x-api-key")
-        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
-        .expect("a valid key rule");
-    let recorder = PrometheusBuilder::new().build_recorder();
-    let handle = recorder.handle();
-    metrics::set_global_recorder(recorder)
-        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
-    let limiter = Arc::new(Metered::new(served::ALGORITHM, &policy, 10_000));
-    let layer = served::layer(limiter.clone(), policy, keys, clock)
-        .map_err(|e| format!("{}: new refused the demo's policy: {e}", served::FILE))?;
-    let router = axum::Router::new()
-        .fallback(|| async { "hello from the demo API\n" })
-        .layer(layer)
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let handle = handle.clone();
-                async move { handle.render() }
-            }),
-        );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e} (choose another with --port)"))?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        println!(
-            "Serving {} on http://{addr}/ with policy \"demo\": 5 requests per 10 s per client.\n\
-             Try, in another terminal:\n\
-             \x20 curl -i http://{addr}/\n\
-             \x20 curl -i -H 'x-api-key: my-key' http://{addr}/\n\
-             \x20 curl -i -H 'X-Forwarded-For: 203.0.113.7' http://{addr}/   (127.0.0.1 is a trusted proxy here)\n\
-             \x20 curl http://{addr}/metrics   (Prometheus's text format; not limited)\n\
-             \x20 cargo run -- load http://{addr}/ --rate 20 --seconds 5   (a load, and a verdict)\n\
-             Stop with Ctrl-C.",
-            served::FILE
-        );
-        let _ = std::io::stdout().flush();
-        tokio::spawn(sweeping(limiter, clock));
-        let serve = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>());
-        tokio::select! {
-            // Whoever read our output may be gone too: say it if we can.
-            _ = parent_gone() => {
-                let _ = writeln!(std::io::stdout(), "stopped: the command that started the server ended");
-            }
-            r = serve => if let Err(e) = r { eprintln!("the server stopped: {e}") },
-            _ = tokio::signal::ctrl_c() => {
-                let _ = writeln!(std::io::stdout(), "stopped");
-            }
-        }
-        Ok(())
-    })
-}
-
-/// Sweeps the demo's limiter once a second, on the server's clock.
-async fn sweeping(limiter: Arc<Metered>, clock: MonotonicClock) {
-    let mut every = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        every.tick().await;
-        limiter.sweep(clock.now());
-    }
-}
-
 /// Resolves when the process that started this one ends (on Unix: the
 /// parent changes), so that a demo server never outlives its command.
-async fn parent_gone() {
+pub(crate) async fn parent_gone() {
     #[cfg(unix)]
     {
         let parent = std::os::unix::process::parent_id();

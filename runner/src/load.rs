@@ -20,7 +20,9 @@ pub const MOST_SECONDS: u32 = 60;
 /// What to send.
 #[derive(Clone, Debug)]
 pub struct Load {
-    pub url: String,
+    /// One URL, or one service's app servers: each request goes to the
+    /// next in turn.
+    pub urls: Vec<String>,
     /// Requests per second, evenly spaced.
     pub rate: u32,
     pub seconds: u32,
@@ -59,10 +61,32 @@ impl Load {
             ));
         }
         Ok(Load {
-            url: url.to_string(),
+            urls: vec![url.to_string()],
             rate,
             seconds,
         })
+    }
+
+    /// One client's requests spread over several URLs in turn, each
+    /// checked as [`Load::new`] checks one.
+    pub fn spread(urls: &[String], rate: u32, seconds: u32) -> Result<Load, String> {
+        let Some(first) = urls.first() else {
+            return Err("no URL to load: give one, or --targets URL,URL,…".into());
+        };
+        let mut load = Load::new(first, rate, seconds)?;
+        for url in &urls[1..] {
+            load.urls
+                .push(Load::new(url, rate, seconds)?.urls.remove(0));
+        }
+        Ok(load)
+    }
+
+    /// Where the load goes, for people.
+    pub fn to(&self) -> String {
+        match self.urls.as_slice() {
+            [one] => one.clone(),
+            many => format!("{} app servers in turn ({})", many.len(), many.join(", ")),
+        }
     }
 }
 
@@ -89,6 +113,8 @@ pub struct Announced {
 pub struct Report {
     pub load: Load,
     pub seconds: Vec<Second>,
+    /// The same answers by URL, in the order of `load.urls`.
+    pub targets: Vec<Second>,
     pub policy: Option<Announced>,
     /// Set when a response could not be had at all.
     pub errors: Vec<String>,
@@ -124,11 +150,12 @@ pub async fn run(load: &Load) -> Report {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
     let started = Instant::now();
     let mut set = tokio::task::JoinSet::new();
-    for _ in 0..total {
+    for n in 0..total {
         ticks.tick().await;
         let second = started.elapsed().as_secs().min(u64::from(load.seconds) - 1) as usize;
         let client = client.clone();
-        let url = load.url.clone();
+        let target = n as usize % load.urls.len();
+        let url = load.urls[target].clone();
         set.spawn(async move {
             let req = Request::get(url.as_str()).body(Body::empty());
             let answer = match req {
@@ -150,31 +177,35 @@ pub async fn run(load: &Load) -> Report {
                 }
                 Err(e) => Err(format!("no request: {e}")),
             };
-            (second, answer)
+            (second, target, answer)
         });
     }
     let mut seconds = vec![Second::default(); load.seconds as usize];
+    let mut targets = vec![Second::default(); load.urls.len()];
     let mut policy = None;
     let mut errors = Vec::new();
     while let Some(done) = set.join_next().await {
-        let Ok((second, answer)) = done else {
+        let Ok((second, target, answer)) = done else {
             continue;
         };
         let s = &mut seconds[second];
         s.sent += 1;
+        targets[target].sent += 1;
         match answer {
             Ok((status, announced)) => {
+                let (s, t) = (s, &mut targets[target]);
                 match status {
-                    200..=299 => s.admitted += 1,
-                    429 => s.denied += 1,
-                    _ => s.other += 1,
-                }
+                    200..=299 => (s.admitted += 1, t.admitted += 1),
+                    429 => (s.denied += 1, t.denied += 1),
+                    _ => (s.other += 1, t.other += 1),
+                };
                 if policy.is_none() {
                     policy = announced.as_deref().and_then(parse_policy);
                 }
             }
             Err(e) => {
                 s.other += 1;
+                targets[target].other += 1;
                 if errors.len() < 3 {
                     errors.push(e);
                 }
@@ -184,6 +215,7 @@ pub async fn run(load: &Load) -> Report {
     Report {
         load: load.clone(),
         seconds,
+        targets,
         policy,
         errors,
     }
@@ -266,7 +298,9 @@ impl Report {
         let _ = writeln!(
             out,
             "{} requests per second to {} for {} s",
-            self.load.rate, self.load.url, self.load.seconds
+            self.load.rate,
+            self.load.to(),
+            self.load.seconds
         );
         match &self.policy {
             Some(p) => {
@@ -309,6 +343,19 @@ impl Report {
                 allows
             );
         }
+        if self.targets.len() > 1 {
+            for (i, (url, t)) in self.load.urls.iter().zip(&self.targets).enumerate() {
+                let _ = writeln!(
+                    out,
+                    "app server {} ({url}): {} sent, {} admitted, {} denied, {} other",
+                    i + 1,
+                    t.sent,
+                    t.admitted,
+                    t.denied,
+                    t.other
+                );
+            }
+        }
         let _ = match self.verdict() {
             Ok(v) => writeln!(out, "verdict: PASS: {v}"),
             Err(e) => writeln!(out, "verdict: FAIL: {e}"),
@@ -333,6 +380,7 @@ mod tests {
                     other: 0,
                 })
                 .collect(),
+            targets: vec![],
             policy: policy.map(|(quota, window)| Announced {
                 name: "p".into(),
                 quota,
@@ -384,5 +432,12 @@ mod tests {
         assert!(Load::new("https://127.0.0.1/", 10, 2).is_err());
         assert!(Load::new("http://127.0.0.1/", 0, 2).is_err());
         assert!(Load::new("http://127.0.0.1/", 10, 61).is_err());
+        let urls = [
+            "http://127.0.0.1:1/".to_string(),
+            "http://example.com/".to_string(),
+        ];
+        assert!(Load::spread(&urls, 10, 2).unwrap_err().contains("loopback"));
+        assert!(Load::spread(&urls[..1], 10, 2).is_ok());
+        assert!(Load::spread(&[], 10, 2).is_err());
     }
 }

@@ -83,14 +83,25 @@ enum Command {
     /// lesson 07, your layer against the reference's and tower_governor's.
     Bench { lesson: u32 },
     /// Serve an API wearing your layer of lesson 07 on a loopback port, to
-    /// try with curl; prints the URL and curl lines. Stop with Ctrl-C.
+    /// try with curl; prints the URL and curl lines. Stop with Ctrl-C. With
+    /// --servers N, your whole stack of lesson 10 (its layer over its
+    /// limiter) as N app server processes on one Redis the runner starts
+    /// (or one Redis Cluster, with --cluster).
     Serve {
-        /// The reference's layer instead of yours.
+        /// The reference's file instead of yours.
         #[arg(long)]
         reference: bool,
-        /// The port on 127.0.0.1 (0 picks a free one).
+        /// The port on 127.0.0.1 (0 picks a free one); app servers pick
+        /// free ports of their own.
         #[arg(long, default_value_t = 3000)]
         port: u16,
+        /// Lesson 10's stack as this many app server processes (1 to 8).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=8))]
+        servers: Option<u8>,
+        /// With --servers: on a Redis Cluster of three masters with a
+        /// replica each, not one redis-server.
+        #[arg(long, requires = "servers")]
+        cluster: bool,
     },
     /// Validate a running server under load: one client's requests to a
     /// loopback URL at a steady rate for a few seconds, then per second how
@@ -98,7 +109,13 @@ enum Command {
     /// (`RateLimit-Policy`) allows, and a verdict. Exits 0 on PASS, 1 on FAIL.
     Load {
         /// The URL, on 127.0.0.1, ::1 or localhost (`cargo run -- serve` prints one).
-        url: String,
+        #[arg(required_unless_present = "targets", conflicts_with = "targets")]
+        url: Option<String>,
+        /// Several URLs, comma-separated, one service's app servers: the
+        /// client's requests go to each in turn, and the verdict is the
+        /// whole service's (`cargo run -- serve --servers N` prints them).
+        #[arg(long, value_delimiter = ',', value_name = "URL,URL,…")]
+        targets: Vec<String>,
         /// Requests per second (1 to 1000).
         #[arg(long, default_value_t = 20)]
         rate: u32,
@@ -161,8 +178,24 @@ fn main() -> ExitCode {
             Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
             Some(Command::Class(args)) => class(&root, &lessons, args),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
-            Some(Command::Serve { reference, port }) => serve(&root, &lessons, reference, port),
-            Some(Command::Load { url, rate, seconds }) => load(&url, rate, seconds),
+            Some(Command::Serve {
+                reference,
+                port,
+                servers,
+                cluster,
+            }) => serve(
+                &root,
+                &lessons,
+                reference,
+                port,
+                servers.map(|n| (n, cluster)),
+            ),
+            Some(Command::Load {
+                url,
+                targets,
+                rate,
+                seconds,
+            }) => load(url.map_or(targets, |u| vec![u]), rate, seconds),
         });
     match done {
         Ok(code) => code,

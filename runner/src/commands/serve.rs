@@ -11,19 +11,43 @@ use super::{exit_code, Done, Refusal};
 /// `cargo run -- serve`: the demo crate's `serve` binary, built with only
 /// the serving lesson's file in it (the learner's, or the reference's), in
 /// the foreground, its output straight to the terminal.
-pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done {
-    let entry = lessons.iter().find(|e| e.kind.serves()).ok_or_else(|| {
-        Refusal("no lesson of this kata is of a kind that serves (an HTTP layer)".into())
+pub fn serve(
+    root: &Path,
+    lessons: &[Entry],
+    reference: bool,
+    port: u16,
+    servers: Option<(u8, bool)>,
+) -> Done {
+    // `--servers N`: the lesson whose whole stack serves as app servers;
+    // else the lesson whose layer serves.
+    let stack = |e: &&Entry| e.kind == kata_catalog::Kind::AsyncRedisLimiter;
+    let entry = match servers {
+        Some(_) => lessons.iter().find(|e| e.kind.serves() && stack(e)),
+        None => lessons.iter().find(|e| e.kind.serves() && !stack(e)),
+    }
+    .ok_or_else(|| {
+        Refusal(match servers {
+            Some(_) => "no lesson of this kata serves its whole stack as app servers".into(),
+            None => "no lesson of this kata is of a kind that serves (an HTTP layer)".into(),
+        })
     })?;
     println!(
         "building {} ({}) ...",
         entry.name,
-        if reference {
-            "the reference's layer"
-        } else {
-            "your layer"
+        match (reference, servers) {
+            (true, None) => "the reference's layer",
+            (false, None) => "your layer",
+            (true, Some(_)) => "the reference's layer and limiter",
+            (false, Some(_)) => "your layer and limiter",
         }
     );
+    let mut args = vec!["--port".to_string(), port.to_string()];
+    if let Some((n, cluster)) = servers {
+        args.extend(["--servers".to_string(), n.to_string()]);
+        if cluster {
+            args.push("--cluster".into());
+        }
+    }
     // The demo crate of this runner's kata, over the kata being served.
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../demo/Cargo.toml");
     let mut command = std::process::Command::new(suite::cargo());
@@ -33,8 +57,17 @@ pub fn serve(root: &Path, lessons: &[Entry], reference: bool, port: u16) -> Done
         .arg("--quiet")
         .arg("--manifest-path")
         .arg(&demo)
-        .args(["--bin", "serve", "--", "--port", &port.to_string()])
+        .args(["--bin", "serve", "--"])
+        .args(&args)
         .env("KATA_DEMO_ROOT", root)
+        .env(
+            "KATA_DEMO_LESSON",
+            if servers.is_some() {
+                entry.number.to_string()
+            } else {
+                String::new()
+            },
+        )
         .env(
             "KATA_DEMO_SUBJECT",
             if reference { "reference" } else { "learner" },

@@ -194,3 +194,40 @@ pub fn layer_kata() -> &'static Path {
         dir
     })
 }
+
+/// A kata of lesson 10 alone, the reference in the learner's place: what
+/// `serve --servers N` builds.
+pub fn stack_kata() -> &'static Path {
+    static KATA: OnceLock<PathBuf> = OnceLock::new();
+    KATA.get_or_init(|| {
+        let dir = Path::new(ROOT)
+            .join("target")
+            .join("runner-fixture")
+            .join("stack");
+        forget_state(&dir);
+        for sub in ["lessons/stubs", "solutions", "tests"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+        }
+        let manifest = package(&dir, "runner-stack-fixture", "");
+        put(&dir.join("Cargo.toml"), &manifest);
+        put(
+            &dir.join("lessons/lessons.toml"),
+            "[[lesson]]\nnumber = 10\ntitle = \"The stack\"\nkind = \"async-redis-limiter\"\n\
+             type = \"AsyncRedisLimiter\"\nalgorithm = \"FixedWindow\"\n",
+        );
+        let stack = read("solutions/lesson_10.rs");
+        for path in [
+            "lessons/lesson_10.rs",
+            "lessons/stubs/lesson_10.rs",
+            "solutions/lesson_10.rs",
+        ] {
+            put(&dir.join(path), &stack);
+        }
+        put(
+            &dir.join("lessons/lesson_10.md"),
+            "# Lesson 10 — The stack\n",
+        );
+        put(&dir.join("tests/lesson_10.rs"), "kata::lesson!();\n");
+        dir
+    })
+}

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::fixture::layer_kata;
+use super::fixture::{layer_kata, stack_kata};
 use super::{runner, serial, ROOT};
 
 /// Stops a served demo (the runner, and through it cargo and the server)
@@ -43,10 +43,9 @@ fn counter(text: &str, name: &str, labels: &[&str]) -> u64 {
         .sum()
 }
 
-#[test]
-fn load_validates_the_demo_server_and_its_metrics() {
-    let _one = serial();
-    let kata = layer_kata();
+/// Starts `serve` with `args` on a fixture kata; returns it, still
+/// running, and what it printed up to "Stop with Ctrl-C".
+fn start_serving(kata: &Path, args: &[&str]) -> (Served, String) {
     let target = Path::new(ROOT)
         .join("target")
         .join("runner-fixture")
@@ -54,7 +53,9 @@ fn load_validates_the_demo_server_and_its_metrics() {
     // The build's and the server's messages, shown if no URL comes.
     let errors = kata.join("serve.err");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimit-kata"))
-        .args(["serve", "--port", "0", "--root"])
+        .arg("serve")
+        .args(args)
+        .arg("--root")
         .arg(kata)
         .env("CARGO_TARGET_DIR", &target)
         .env("NO_COLOR", "1")
@@ -65,7 +66,6 @@ fn load_validates_the_demo_server_and_its_metrics() {
         .expect("the runner starts");
     let out = child.stdout.take().expect("piped");
     let served = Served(child);
-    // The URL, from the server's first line (the build comes first).
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
@@ -77,7 +77,6 @@ fn load_validates_the_demo_server_and_its_metrics() {
     });
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(600);
     let mut seen = String::new();
-    let mut addr = None;
     while !seen.contains("Stop with Ctrl-C") {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let line = rx.recv_timeout(left).unwrap_or_else(|_| {
@@ -86,16 +85,96 @@ fn load_validates_the_demo_server_and_its_metrics() {
                 std::fs::read_to_string(&errors).unwrap_or_default()
             )
         });
-        if line.contains("Serving") {
-            addr = line
-                .split("http://")
-                .nth(1)
-                .and_then(|rest| rest.split('/').next())
-                .map(str::to_string);
-        }
         seen.push_str(&line);
         seen.push('\n');
     }
+    (served, seen)
+}
+
+/// Lesson 10's stack as two app server processes on one Redis: a load
+/// spread over both passes as one limit, and their `/metrics` together
+/// count what the load saw, none of it by the fallback.
+#[test]
+fn the_stack_serves_as_app_server_processes_with_one_limit() {
+    let _one = serial();
+    let (served, seen) = start_serving(stack_kata(), &["--reference", "--servers", "2"]);
+    let urls: Vec<String> = seen
+        .lines()
+        .filter(|l| l.trim_start().starts_with("app server "))
+        .filter_map(|l| l.split_whitespace().last().map(str::to_string))
+        .collect();
+    assert_eq!(urls.len(), 2, "two app servers, each with its URL:\n{seen}");
+    assert_ne!(urls[0], urls[1], "{seen}");
+    assert!(
+        seen.contains("--targets"),
+        "it says how to load it:\n{seen}"
+    );
+    let targets = urls.join(",");
+    let load = runner(&[
+        "load",
+        "--targets",
+        &targets,
+        "--rate",
+        "40",
+        "--seconds",
+        "2",
+    ]);
+    assert_eq!(load.code, 0, "{}{}", load.out, load.err);
+    assert!(load.out.contains("2 app servers in turn"), "{}", load.out);
+    assert!(load.out.contains("verdict: PASS"), "{}", load.out);
+    let admitted: u64 = load
+        .out
+        .lines()
+        .filter_map(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            (cols.len() == 7 && cols[0].parse::<u32>().is_ok())
+                .then(|| cols[2].parse::<u64>().ok())?
+        })
+        .sum();
+    // 5 per 10 s, shared: the two app servers together, not 5 each.
+    assert!((5..=6).contains(&admitted), "{}", load.out);
+    for (i, url) in urls.iter().enumerate() {
+        assert!(
+            load.out
+                .contains(&format!("app server {} ({url}): 40 sent", i + 1)),
+            "each app server got every other request:\n{}",
+            load.out
+        );
+    }
+    let mut allowed = 0;
+    for url in &urls {
+        let addr = url.trim_start_matches("http://").trim_end_matches('/');
+        let metrics = http_get(addr, "/metrics");
+        assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+        allowed += counter(
+            &metrics,
+            "ratelimit_decisions_total",
+            &["outcome=\"allowed\""],
+        );
+        assert_eq!(
+            counter(&metrics, "ratelimit_fallback_decisions_total", &[]),
+            0,
+            "Redis answered every request: {metrics}"
+        );
+    }
+    assert_eq!(
+        allowed, admitted,
+        "the app servers' metrics count what the load saw"
+    );
+    drop(served);
+}
+
+#[test]
+fn load_validates_the_demo_server_and_its_metrics() {
+    let _one = serial();
+    let (served, seen) = start_serving(layer_kata(), &["--port", "0"]);
+    // The URL, from the server's first line (the build comes first).
+    let addr = seen
+        .lines()
+        .find(|l| l.contains("Serving"))
+        .and_then(|l| l.split("http://").nth(1))
+        .and_then(|rest| rest.split('/').next())
+        .map(str::to_string);
     let addr = addr.unwrap_or_else(|| panic!("no URL in what `serve` printed:\n{seen}"));
     assert!(
         seen.contains("/metrics"),
