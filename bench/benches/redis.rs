@@ -1,29 +1,34 @@
-//! Lesson 08's reference on a real redis-server, beside `redis-benchmark`
-//! sending the very same EVALSHA to the same server: the ceiling of one
-//! command per decision, with no client code around it.
+//! Lessons 08 and 10's references on a real redis-server, beside
+//! `redis-benchmark` sending the very same EVALSHA to the same server: the
+//! ceiling of one command per decision, with no client code around it.
 //!
 //! `cargo bench -p ratelimit-kata-bench --bench redis` starts a server of
-//! its own on a free loopback port, measures decisions per second on one
-//! connection (one caller) and with 16 concurrent callers (the reference
-//! opens a connection per concurrent call; `redis-benchmark -c 16` keeps 16
-//! clients), and prints a table. Every decision is an allowed one (a limit
-//! no run reaches), on 1,000 keys taken in turn (redis-benchmark: at
-//! random, `-r 1000`).
+//! its own on a free loopback port and measures, for 1 caller and for 64
+//! concurrent callers, decisions per second and each decision's latency
+//! (p50, p99): lesson 08's blocking `check` (64 threads, each call on a
+//! connection of its own) and lesson 10's async `check` (64 tasks on a
+//! current-thread tokio runtime, one multiplexed connection). The ceilings:
+//! `redis-benchmark -c 1` and `-c 64` (64 clients), and `-c 1 -P 64` (64
+//! commands in flight on one connection, as a multiplexed connection keeps
+//! them). Every decision is an allowed one (a limit no run reaches), on
+//! 1,000 keys taken in turn (redis-benchmark: at random, `-r 1000`).
 
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use kata::async_redis::Settings as AsyncSettings;
 use kata::redis::proxy::Proxy;
 use kata::redis::server::RedisServer;
 use kata::redis::{Clock, Rule, Settings};
-use kata::{RateLimiter, Timestamp};
+use kata::{AsyncRateLimiter, RateLimiter, Timestamp};
 use ratelimit_kata_bench::lesson_08::RedisLimiter;
+use ratelimit_kata_bench::lesson_10::AsyncRedisLimiter;
 
 /// Decisions per measurement.
 const CALLS: usize = 60_000;
 const KEYS: usize = 1_000;
-const CALLERS: usize = 16;
+const CALLERS: usize = 64;
 
 fn settings(url: &str) -> Settings {
     let mut s = Settings::new(url).expect("a valid URL");
@@ -32,25 +37,94 @@ fn settings(url: &str) -> Settings {
     s
 }
 
-/// Decisions per second of `callers` threads sharing one limiter.
-fn measure(limiter: &Arc<RedisLimiter>, keys: &Arc<Vec<String>>, callers: usize) -> f64 {
+/// Decisions per second, and every decision's latency.
+struct Measured {
+    per_second: f64,
+    latencies: Vec<Duration>,
+}
+
+impl Measured {
+    fn new(started: Instant, mut latencies: Vec<Duration>) -> Measured {
+        let per_second = CALLS as f64 / started.elapsed().as_secs_f64();
+        latencies.sort_unstable();
+        Measured {
+            per_second,
+            latencies,
+        }
+    }
+
+    fn percentile(&self, p: usize) -> Duration {
+        self.latencies[(self.latencies.len() - 1) * p / 100]
+    }
+
+    /// `decisions/s | p50 | p99`, for a table's row.
+    fn cells(&self) -> String {
+        format!(
+            "{:.0} | {:.0} µs | {:.0} µs",
+            self.per_second,
+            self.percentile(50).as_secs_f64() * 1e6,
+            self.percentile(99).as_secs_f64() * 1e6
+        )
+    }
+}
+
+/// `callers` threads sharing one blocking limiter.
+fn blocking(limiter: &Arc<RedisLimiter>, keys: &Arc<Vec<String>>, callers: usize) -> Measured {
     let now = Timestamp::from_secs(1_000);
     let started = Instant::now();
     let threads: Vec<_> = (0..callers)
         .map(|c| {
             let (l, keys) = (limiter.clone(), keys.clone());
             std::thread::spawn(move || {
+                let mut took = Vec::with_capacity(CALLS / callers + 1);
                 for i in (c..CALLS).step_by(callers) {
+                    let t = Instant::now();
                     let d = l.check(&keys[i % KEYS], now);
+                    took.push(t.elapsed());
                     assert!(d.is_allowed(), "every decision of the benchmark is allowed");
                 }
+                took
             })
         })
         .collect();
-    for t in threads {
-        t.join().expect("a caller finishes");
-    }
-    CALLS as f64 / started.elapsed().as_secs_f64()
+    let latencies = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("a caller finishes"))
+        .collect();
+    Measured::new(started, latencies)
+}
+
+/// `callers` tasks sharing one async limiter, on `runtime`.
+fn concurrent(
+    runtime: &tokio::runtime::Runtime,
+    limiter: &Arc<AsyncRedisLimiter>,
+    keys: &Arc<Vec<String>>,
+    callers: usize,
+) -> Measured {
+    let now = Timestamp::from_secs(1_000);
+    runtime.block_on(async {
+        let started = Instant::now();
+        let tasks: Vec<_> = (0..callers)
+            .map(|c| {
+                let (l, keys) = (limiter.clone(), keys.clone());
+                tokio::spawn(async move {
+                    let mut took = Vec::with_capacity(CALLS / callers + 1);
+                    for i in (c..CALLS).step_by(callers) {
+                        let t = Instant::now();
+                        let d = l.check(&keys[i % KEYS], now).await;
+                        took.push(t.elapsed());
+                        assert!(d.is_allowed(), "every decision of the benchmark is allowed");
+                    }
+                    took
+                })
+            })
+            .collect();
+        let mut latencies = Vec::with_capacity(CALLS);
+        for t in tasks {
+            latencies.extend(t.await.expect("a caller finishes"));
+        }
+        Measured::new(started, latencies)
+    })
 }
 
 /// The EVALSHA the reference sends for one decision, read off a proxy.
@@ -73,11 +147,18 @@ fn command_of(server: &RedisServer, rule: Rule) -> Vec<String> {
         .collect()
 }
 
-/// redis-benchmark's requests per second for `command` with `clients`.
-fn redis_benchmark(server: &RedisServer, command: &[String], clients: usize) -> Option<f64> {
+/// redis-benchmark's requests per second for `command` with `clients`,
+/// each keeping `pipeline` commands in flight.
+fn redis_benchmark(
+    server: &RedisServer,
+    command: &[String],
+    clients: usize,
+    pipeline: usize,
+) -> Option<f64> {
     let out = Command::new("redis-benchmark")
         .args(["-h", "127.0.0.1", "-p", &server.port().to_string()])
         .args(["-n", &CALLS.to_string(), "-c", &clients.to_string()])
+        .args(["-P", &pipeline.to_string()])
         .args(["-r", &KEYS.to_string(), "--csv"])
         .args(command)
         .output()
@@ -110,26 +191,57 @@ fn main() {
             },
         ),
     ];
-    println!("| rule | contender | 1 connection: decisions/s | {CALLERS} callers: decisions/s |");
-    println!("|---|---|---|---|");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    println!(
+        "| rule | contender | 1 caller: decisions/s | p50 | p99 | {CALLERS} callers: decisions/s | p50 | p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for (name, rule) in rules {
         let limiter =
             Arc::new(RedisLimiter::new(rule, settings(&server.url())).expect("a valid rule"));
         // Warm: the script loaded, connections open.
-        measure(&limiter, &keys, CALLERS);
-        let one = measure(&limiter, &keys, 1);
-        let many = measure(&limiter, &keys, CALLERS);
-        println!("| {name} | 08 reference (`check`) | {one:.0} | {many:.0} |");
+        blocking(&limiter, &keys, CALLERS);
+        let (one, many) = (
+            blocking(&limiter, &keys, 1),
+            blocking(&limiter, &keys, CALLERS),
+        );
+        println!(
+            "| {name} | 08 reference, blocking (`check`, a connection per caller) | {} | {} |",
+            one.cells(),
+            many.cells()
+        );
+        let limiter = {
+            let _inside = runtime.enter();
+            let settings = AsyncSettings::from(settings(&server.url()));
+            Arc::new(AsyncRedisLimiter::new(rule, settings).expect("a valid rule"))
+        };
+        concurrent(&runtime, &limiter, &keys, CALLERS);
+        let (one, many) = (
+            concurrent(&runtime, &limiter, &keys, 1),
+            concurrent(&runtime, &limiter, &keys, CALLERS),
+        );
+        println!(
+            "| {name} | 10 reference, async (`check().await`, one multiplexed connection) | {} | {} |",
+            one.cells(),
+            many.cells()
+        );
         let command = command_of(&server, rule);
-        let ceiling = |c| {
-            redis_benchmark(&server, &command, c)
-                .map(|r| format!("{r:.0}"))
-                .unwrap_or_else(|| "(redis-benchmark did not run)".into())
+        let ceiling = |clients, pipeline| {
+            redis_benchmark(&server, &command, clients, pipeline)
+                .map(|r| format!("{r:.0} | – | –"))
+                .unwrap_or_else(|| "(redis-benchmark did not run) | – | –".into())
         };
         println!(
-            "| {name} | redis-benchmark, the same EVALSHA | {} | {} |",
-            ceiling(1),
-            ceiling(CALLERS)
+            "| {name} | redis-benchmark, the same EVALSHA (`-c 1`; `-c {CALLERS}`) | {} | {} |",
+            ceiling(1, 1),
+            ceiling(CALLERS, 1)
+        );
+        println!(
+            "| {name} | redis-benchmark, pipelined on one connection (`-c 1 -P {CALLERS}`) | – | – | – | {} |",
+            ceiling(1, CALLERS)
         );
     }
 }

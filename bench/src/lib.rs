@@ -39,6 +39,7 @@ reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
 reference!(lesson_07, "../../solutions/lesson_07.rs");
 reference!(lesson_08, "../../solutions/lesson_08.rs");
 reference!(lesson_09, "../../solutions/lesson_09.rs");
+reference!(lesson_10, "../../solutions/lesson_10.rs");
 
 pub mod layer;
 

@@ -14,9 +14,8 @@ use super::{Rule, Settings};
 use crate::decision::{ConfigError, Decision};
 use crate::drive::Drive;
 use crate::redis::cluster::RedisCluster;
-use crate::redis::drive::{Limiter, RedisVariant, RuleKind, GRACE};
-use crate::redis::server::next_id;
-use crate::redis::{OnFailure, RedisError};
+use crate::redis::drive::{settings_at, Limiter, RedisVariant, RuleKind};
+use crate::redis::RedisError;
 use crate::render::call;
 use crate::time::Timestamp;
 
@@ -98,18 +97,14 @@ impl Limiter for Blocking {
     }
 }
 
-/// Settings for a check on `cluster`: every node's URL, keys under a
-/// prefix no other check uses, a timeout no healthy loopback cluster comes
-/// near, closed on failure, and lesson 08's grace.
+/// Settings for a check on `cluster`: every node's URL, and the rest as
+/// lesson 08's checks set it ([`settings_at`]).
 pub fn settings_on_cluster(cluster: &RedisCluster) -> Settings {
-    let mut settings = Settings::cluster(&cluster.urls()).expect("the harness's URLs are valid");
-    settings.prefix = format!("kata:{}:", next_id());
-    settings.timeout = Duration::from_secs(5);
-    settings.on_failure = OnFailure::Closed {
-        retry_after: Duration::from_secs(1),
-    };
-    settings.ttl_grace = GRACE;
-    settings
+    let urls = cluster.urls();
+    Settings {
+        redis: super::Redis::Cluster(urls.clone()),
+        ..Settings::from(settings_at(&urls[0]))
+    }
 }
 
 /// One app server on the shared Redis Cluster, driven through `try_check`:

@@ -35,54 +35,12 @@ macro_rules! async_redis_tests {
             }
         });
 
-        $crate::__group!(fault {
+        $crate::__redis_faults! {
             #[test]
             fn calls_never_block_the_runtime() {
                 lesson().calls_never_block_the_runtime();
             }
-
-            #[test]
-            fn server_paused() {
-                lesson().follows_its_failure_policy_when_the_server_is_paused();
-            }
-
-            #[test]
-            fn server_killed_and_restarted() {
-                lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
-            }
-
-            #[test]
-            fn server_out_of_memory() {
-                lesson().follows_its_failure_policy_when_the_server_is_out_of_memory();
-            }
-
-            #[test]
-            fn server_read_only() {
-                lesson().follows_its_failure_policy_when_the_server_is_read_only();
-            }
-
-            #[test]
-            fn script_fails() {
-                lesson().follows_its_failure_policy_when_the_script_fails();
-            }
-
-            #[test]
-            fn server_unreachable() {
-                lesson().follows_its_failure_policy_when_the_server_is_unreachable();
-            }
-
-            #[test]
-            fn cut_off_between_commands() {
-                lesson().leaves_no_key_without_a_ttl_when_cut_off();
-            }
-        });
-
-        $crate::__group!(property {
-            #[test]
-            fn server_clock_is_one_clock_for_every_app_server() {
-                lesson().server_clock_is_one_clock_for_every_app_server();
-            }
-        });
+        }
 
         /// Lesson 07's checks, for the file's `AsyncRateLimitLayer` over the
         /// harness's test limiter.

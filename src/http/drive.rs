@@ -59,15 +59,21 @@ impl Clone for TestLimiter {
     }
 }
 
-/// Lesson 10's layer is built over async limiters: the same answers, ready
-/// at once.
+/// Lesson 10's layer is built over async limiters: the same answers,
+/// decided when asked and given after one turn of the runtime, as a
+/// limiter that waits on the network gives them (a layer that polls the
+/// answer once, or blocks on it, does not get it).
 impl crate::decision::AsyncRateLimiter for TestLimiter {
     fn check(
         &self,
         key: &str,
         now: Timestamp,
     ) -> impl std::future::Future<Output = Decision> + Send {
-        std::future::ready(RateLimiter::check(self, key, now))
+        let decision = RateLimiter::check(self, key, now);
+        async move {
+            tokio::task::yield_now().await;
+            decision
+        }
     }
 }
 

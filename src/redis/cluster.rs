@@ -155,8 +155,10 @@ static SHARED_PARTS: std::sync::Mutex<(Vec<u32>, Option<PathBuf>)> =
     std::sync::Mutex::new((Vec::new(), None));
 
 impl RedisCluster {
-    /// The cluster every check of this test binary that neither moves a
-    /// slot nor kills a node shares (each check keeps to keys of its own).
+    /// The cluster every check of this test binary that kills no node
+    /// shares (each check keeps to keys of its own). A check may move a
+    /// slot: the others' clients must follow `ASK` and `MOVED` as they
+    /// would in production.
     /// Panics with the error's sentence when it cannot start.
     pub fn shared() -> &'static RedisCluster {
         static SHARED: std::sync::OnceLock<Result<RedisCluster, String>> =

@@ -64,7 +64,13 @@ impl crate::rules::FromRuleKind for Rule {
 /// uses, a timeout no healthy loopback server comes near, closed on
 /// failure, and a grace that outlasts any test.
 pub fn settings_on(server: &RedisServer) -> Settings {
-    let mut settings = Settings::new(&server.url()).expect("the harness's URL is valid");
+    settings_at(&server.url())
+}
+
+/// [`settings_on`] for a server by its URL (a cluster's node, for lesson
+/// 10).
+pub fn settings_at(url: &str) -> Settings {
+    let mut settings = Settings::new(url).expect("the harness's URL is valid");
     settings.prefix = format!("kata:{}:", next_id());
     settings.timeout = Duration::from_secs(5);
     settings.on_failure = OnFailure::Closed {

@@ -389,7 +389,8 @@ impl Proxy {
     }
 }
 
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+/// A panic's message, as its payload holds it.
+pub(crate) fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<String>()
         .cloned()
         .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))

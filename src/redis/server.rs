@@ -262,7 +262,6 @@ impl RedisServer {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
-    /// Kills the process and waits for it: connections are refused.
     /// The server's process id while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child
@@ -272,6 +271,7 @@ impl RedisServer {
             .map(|c| c.id())
     }
 
+    /// Kills the process and waits for it: connections are refused.
     pub fn kill(&self) {
         if let Some(mut child) = self.child.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let _ = child.kill();

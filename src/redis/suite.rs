@@ -22,49 +22,7 @@ macro_rules! redis_tests {
         $crate::__redis_rule!(sliding_log, SlidingLog);
         $crate::__redis_rule!(gcra, Gcra);
 
-        $crate::__group!(fault {
-            #[test]
-            fn server_paused() {
-                lesson().follows_its_failure_policy_when_the_server_is_paused();
-            }
-
-            #[test]
-            fn server_killed_and_restarted() {
-                lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
-            }
-
-            #[test]
-            fn server_out_of_memory() {
-                lesson().follows_its_failure_policy_when_the_server_is_out_of_memory();
-            }
-
-            #[test]
-            fn server_read_only() {
-                lesson().follows_its_failure_policy_when_the_server_is_read_only();
-            }
-
-            #[test]
-            fn script_fails() {
-                lesson().follows_its_failure_policy_when_the_script_fails();
-            }
-
-            #[test]
-            fn server_unreachable() {
-                lesson().follows_its_failure_policy_when_the_server_is_unreachable();
-            }
-
-            #[test]
-            fn cut_off_between_commands() {
-                lesson().leaves_no_key_without_a_ttl_when_cut_off();
-            }
-        });
-
-        $crate::__group!(property {
-            #[test]
-            fn server_clock_is_one_clock_for_every_app_server() {
-                lesson().server_clock_is_one_clock_for_every_app_server();
-            }
-        });
+        $crate::__redis_faults!();
 
         $crate::__group!(snapshot {
             #[test]
@@ -175,5 +133,60 @@ macro_rules! __redis_rule {
                 }
             });
         }
+    };
+}
+
+/// Lesson 08's failures and its server clock, which lesson 10's suite runs
+/// too (`lesson()` must be in scope); `$more` are a suite's own faults.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __redis_faults {
+    ($($more:item)*) => {
+        $crate::__group!(fault {
+            $($more)*
+
+            #[test]
+            fn server_paused() {
+                lesson().follows_its_failure_policy_when_the_server_is_paused();
+            }
+
+            #[test]
+            fn server_killed_and_restarted() {
+                lesson().follows_its_failure_policy_when_the_server_is_killed_and_restarted();
+            }
+
+            #[test]
+            fn server_out_of_memory() {
+                lesson().follows_its_failure_policy_when_the_server_is_out_of_memory();
+            }
+
+            #[test]
+            fn server_read_only() {
+                lesson().follows_its_failure_policy_when_the_server_is_read_only();
+            }
+
+            #[test]
+            fn script_fails() {
+                lesson().follows_its_failure_policy_when_the_script_fails();
+            }
+
+            #[test]
+            fn server_unreachable() {
+                lesson().follows_its_failure_policy_when_the_server_is_unreachable();
+            }
+
+            #[test]
+            fn cut_off_between_commands() {
+                lesson().leaves_no_key_without_a_ttl_when_cut_off();
+            }
+        });
+
+        $crate::__group!(property {
+            #[test]
+            fn server_clock_is_one_clock_for_every_app_server() {
+                lesson().server_clock_is_one_clock_for_every_app_server();
+            }
+        });
+
     };
 }

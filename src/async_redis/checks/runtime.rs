@@ -12,6 +12,7 @@ use crate::async_redis::{Redis, Settings};
 use crate::decision::{describe, Decision};
 use crate::heartbeat::beside_heartbeat;
 use crate::redis::drive::{settings_on, RuleKind};
+use crate::redis::proxy::panic_text;
 use crate::redis::server::RedisServer;
 use crate::redis::OnFailure;
 use crate::render::call;
@@ -26,8 +27,6 @@ const MARGIN: Duration = Duration::from_millis(300);
 const HELD: Duration = Duration::from_millis(250);
 /// Calls made at once while Redis is paused.
 const AT_ONCE: usize = 8;
-/// The longest the whole check waits before it calls the limiter hung.
-const HUNG: Duration = Duration::from_secs(10);
 /// Concurrent calls in the connection check.
 const CONCURRENT: usize = 64;
 
@@ -87,7 +86,8 @@ impl AsyncLesson {
              {AT_ONCE} calls at once on a current-thread tokio runtime, Redis paused (SIGSTOP)"
         );
         let what = "the check that a call never blocks the runtime";
-        let (seen, beats) = match rx.recv_timeout(HUNG) {
+        let hung = crate::watchdog::time_limit();
+        let (seen, beats) = match rx.recv_timeout(hung) {
             Ok(Ok(Ok(done))) => done,
             Ok(Ok(Err(e))) => panic!("{e}"),
             Ok(Err(p)) => {
@@ -105,7 +105,7 @@ impl AsyncLesson {
                         "{setup}:\nthe calls had not ended {} s after Redis was paused. A call must \
                          end within its timeout however long Redis keeps silent: bound each one \
                          with `tokio::time::timeout(settings.timeout, …)`, connecting included.",
-                        HUNG.as_secs()
+                        hung.as_secs()
                     ),
                 )
             }
@@ -131,11 +131,23 @@ impl AsyncLesson {
                 beats.longest_gap
             ));
         }
+        let late = seen
+            .during
+            .iter()
+            .filter(|c| c.2 > TIMEOUT + MARGIN)
+            .count();
         for (key, answer, took) in &seen.during {
             if *took > TIMEOUT + MARGIN {
                 problems.push(format!(
-                    "{} took {took:?}, past its timeout of {TIMEOUT:?}",
-                    call(key, at)
+                    "{} took {took:?}, past its timeout of {TIMEOUT:?}{}",
+                    call(key, at),
+                    if late > 1 && !beats.held_for(HELD) {
+                        " (calls made at once that end one timeout after another wait for each \
+                         other: a lock held across an `.await`, a `tokio::sync::Mutex` around the \
+                         connection, makes each call queue behind the one that waits on Redis)"
+                    } else {
+                        ""
+                    }
                 ));
             }
             if *answer != policy {
@@ -151,11 +163,13 @@ impl AsyncLesson {
         if seen.together > TIMEOUT + MARGIN && slowest <= TIMEOUT + MARGIN {
             problems.push(format!(
                 "the {AT_ONCE} calls made at once took {:?} together, though none took more than \
-                 {slowest:?}: they ran one after another. A lock held across an `.await` (a \
-                 `tokio::sync::Mutex` around the connection) makes every call queue behind the \
-                 one that waits on Redis; clone the multiplexed connection out of the lock and \
-                 await without it",
-                seen.together
+                 {slowest:?}: they ran one after another{}",
+                seen.together,
+                if beats.held_for(HELD) {
+                    ", each holding the runtime's thread while it waited (see above)"
+                } else {
+                    ". Each must be under way while the others wait on Redis"
+                }
             ));
         }
         let again = Decision::Allowed { remaining: 1 };
@@ -185,40 +199,63 @@ impl AsyncLesson {
         let rule = RuleKind::FixedWindow.rule(1_000, Duration::from_secs(3600));
         let build = self.tested().build;
         let at = Timestamp::from_secs(10);
-        let rt = runtime();
-        let outcome = rt.block_on(async {
-            let limiter = {
-                build(rule, settings)
-                    .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"))
-            };
-            let warm = limiter.try_check("w", at).await;
-            let (opened, sent) = (relay.connections(), relay.commands());
-            relay.hold();
-            let calls: Vec<_> = (0..CONCURRENT)
-                .map(|i| {
-                    let l = limiter.clone();
-                    tokio::spawn(async move { l.try_check(&format!("c{i}"), at).await })
+        let relay = Arc::new(relay);
+        let watched = relay.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let relay = watched;
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                runtime().block_on(async {
+                    let limiter = {
+                        build(rule, settings)
+                            .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"))
+                    };
+                    let warm = limiter.try_check("w", at).await;
+                    let (opened, sent) = (relay.connections(), relay.commands());
+                    relay.hold();
+                    let calls: Vec<_> = (0..CONCURRENT)
+                        .map(|i| {
+                            let l = limiter.clone();
+                            tokio::spawn(async move { l.try_check(&format!("c{i}"), at).await })
+                        })
+                        .collect();
+                    // Bounded: the commands arrive in milliseconds or not at all.
+                    let deadline = Instant::now() + Duration::from_secs(2);
+                    while relay.commands() - sent < CONCURRENT && Instant::now() < deadline {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                    }
+                    let arrived = relay.commands() - sent;
+                    relay.release();
+                    let mut answers = Vec::new();
+                    for c in calls {
+                        answers.push(c.await.map_err(|e| e.to_string()));
+                    }
+                    (warm, arrived, relay.connections() - opened, answers)
                 })
-                .collect();
-            // Bounded: the commands arrive in milliseconds or not at all.
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while relay.commands() - sent < CONCURRENT && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-            }
-            let arrived = relay.commands() - sent;
-            relay.release();
-            let mut answers = Vec::new();
-            for c in calls {
-                answers.push(c.await.map_err(|e| e.to_string()));
-            }
-            (warm, arrived, relay.connections() - opened, answers)
+            }));
+            let _ = tx.send(run);
         });
-        let (warm, arrived, opened, answers) = outcome;
+        let what = "the check that concurrent calls share one connection";
+        let (warm, arrived, opened, answers) = match rx.recv_timeout(crate::watchdog::time_limit())
+        {
+            Ok(Ok(done)) => done,
+            Ok(Err(p)) => self.fail(what, format!("the limiter panicked: {}", panic_text(&p))),
+            Err(_) => {
+                relay.release();
+                self.fail(
+                    what,
+                    format!(
+                        "{CONCURRENT} calls at once had not ended {} s after they began, Redis \
+                         answering: a call waits on something that never comes",
+                        crate::watchdog::time_limit().as_secs()
+                    ),
+                )
+            }
+        };
         let setup = format!(
             "a fixed window of 1000 per hour; {CONCURRENT} calls at once on one instance, each \
              for a key of its own, Redis's replies held back until the calls' commands arrived"
         );
-        let what = "the check that concurrent calls share one connection";
         let want = Decision::Allowed { remaining: 999 };
         match warm {
             Ok(d) if d == want => {}
@@ -288,11 +325,4 @@ async fn at_once(
         }
     }
     out
-}
-
-fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".into())
 }
