@@ -14,17 +14,7 @@ macro_rules! async_redis_tests {
             $crate::__source_tests!(inputs);
         });
 
-        /// Not a check: an app server process the checks start (this test
-        /// binary run again, as `app_server`); it does nothing elsewhere.
-        #[test]
-        #[ignore = "an app server process the checks start"]
-        fn app_server() {
-            lesson().serve_app_server();
-        }
-
-        $crate::__redis_rule!(fixed_window, FixedWindow);
-        $crate::__redis_rule!(sliding_log, SlidingLog);
-        $crate::__redis_rule!(gcra, Gcra);
+        $crate::__redis_shared!();
 
         $crate::__group!(race {
             /// 64 calls at once: one connection, every command sent
@@ -72,19 +62,6 @@ macro_rules! async_redis_tests {
                     lesson().a_failover_costs_at_most_the_writes_not_replicated();
                 }
             });
-        }
-
-        /// Run by `cargo run -- compare 10 [TIMELINE]` (it sets
-        /// `KATA_COMPARE`): the timeline under each rule, yours beside the
-        /// reference's.
-        #[test]
-        #[ignore = "run by `cargo run -- compare`"]
-        fn compare_with_reference() {
-            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
-            for kind in $crate::redis::drive::RULES {
-                println!("== {}", kind.name());
-                lesson().rule(kind).print_comparison(&which);
-            }
         }
     };
 }

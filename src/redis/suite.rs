@@ -10,17 +10,7 @@ macro_rules! redis_tests {
     () => {
         $crate::__group!(source { $crate::__source_tests!(inputs, facade); });
 
-        /// Not a check: an app server process the checks start (this test
-        /// binary run again, as `app_server`); it does nothing elsewhere.
-        #[test]
-        #[ignore = "an app server process the checks start"]
-        fn app_server() {
-            lesson().serve_app_server();
-        }
-
-        $crate::__redis_rule!(fixed_window, FixedWindow);
-        $crate::__redis_rule!(sliding_log, SlidingLog);
-        $crate::__redis_rule!(gcra, Gcra);
+        $crate::__redis_shared!();
 
         $crate::__redis_faults!();
 
@@ -35,18 +25,6 @@ macro_rules! redis_tests {
                 lesson().three_servers_snapshot($crate::redis::drive::RuleKind::Gcra);
             }
         });
-
-        /// Run by `cargo run -- compare 8 [TIMELINE]` (it sets `KATA_COMPARE`):
-        /// the timeline under each rule, yours beside the reference's.
-        #[test]
-        #[ignore = "run by `cargo run -- compare`"]
-        fn compare_with_reference() {
-            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
-            for kind in $crate::redis::drive::RULES {
-                println!("== {}", kind.name());
-                lesson().rule(kind).print_comparison(&which);
-            }
-        }
     };
 }
 
@@ -188,5 +166,38 @@ macro_rules! __redis_faults {
             }
         });
 
+    };
+}
+
+/// What lessons 08 and 10 share (`lesson()` must be in scope): the app
+/// server process, the checks every limiter passes for each rule, and the
+/// comparison `cargo run -- compare` runs.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __redis_shared {
+    () => {
+        /// Not a check: an app server process the checks start (this test
+        /// binary run again, as `app_server`); it does nothing elsewhere.
+        #[test]
+        #[ignore = "an app server process the checks start"]
+        fn app_server() {
+            lesson().serve_app_server();
+        }
+
+        $crate::__redis_rule!(fixed_window, FixedWindow);
+        $crate::__redis_rule!(sliding_log, SlidingLog);
+        $crate::__redis_rule!(gcra, Gcra);
+
+        /// Run by `cargo run -- compare N [TIMELINE]` (it sets `KATA_COMPARE`):
+        /// the timeline under each rule, yours beside the reference's.
+        #[test]
+        #[ignore = "run by `cargo run -- compare`"]
+        fn compare_with_reference() {
+            let which = ::std::env::var("KATA_COMPARE").unwrap_or_default();
+            for kind in $crate::redis::drive::RULES {
+                println!("== {}", kind.name());
+                lesson().rule(kind).print_comparison(&which);
+            }
+        }
     };
 }
