@@ -16,6 +16,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+// std's locks and atomics from the lesson's facade only, so that a hang is
+// reported with its line (tokio's are yours to choose).
 #[allow(unused_imports)] // use what you need, from here only
 use super::sync::{Arc, AtomicBool, Mutex, Ordering};
 use axum::body::Body;
@@ -32,6 +34,8 @@ use kata::http::{
 };
 #[allow(unused_imports)]
 use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
+#[allow(unused_imports)] // `LocalLimiter::check` is `RateLimiter`'s
+use kata::RateLimiter;
 use kata::{AsyncRateLimiter, ConfigError, Decision, Timestamp};
 #[allow(unused_imports)]
 use redis::aio::MultiplexedConnection;
@@ -79,6 +83,9 @@ pub struct AsyncRateLimitLayer<L, C> {
     policy: Policy,
     keys: KeyRule,
     clock: C,
+    /// Whether a missing peer address was reported: one flag for every
+    /// clone (or keep everything the clones share behind one `Arc`).
+    reported: Arc<AtomicBool>,
 }
 
 impl<L, C: Clone> Clone for AsyncRateLimitLayer<L, C> {
@@ -88,6 +95,7 @@ impl<L, C: Clone> Clone for AsyncRateLimitLayer<L, C> {
             policy: self.policy.clone(),
             keys: self.keys.clone(),
             clock: self.clock.clone(),
+            reported: self.reported.clone(),
         }
     }
 }
