@@ -8,41 +8,24 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kata::http::{Clock, KeyRule, MonotonicClock, Policy};
-use metrics_exporter_prometheus::PrometheusBuilder;
+use kata::http::{Clock, MonotonicClock};
 
 use crate::limiter::Metered;
 use crate::served;
 
-/// The demo's policy: 5 requests per 10 s per client.
-fn policy() -> Policy {
-    Policy::new("demo", 5, Duration::from_secs(10))
-}
-
 pub fn serve(port: u16) -> Result<(), String> {
     let clock = MonotonicClock::new();
-    let policy = policy();
-    let keys = KeyRule::by_address()
-        .with_api_key("x-api-key")
-        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
-        .expect("a valid key rule");
-    let recorder = PrometheusBuilder::new().build_recorder();
-    let handle = recorder.handle();
-    metrics::set_global_recorder(recorder)
-        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
+    let (policy, keys) = (crate::policy(), crate::keys());
+    let handle = crate::recorder()?;
     let limiter = Arc::new(Metered::new(served::ALGORITHM, &policy, 10_000));
     let layer = served::layer(limiter.clone(), policy, keys, clock)
         .map_err(|e| format!("{}: new refused the demo's policy: {e}", served::FILE))?;
-    let router = axum::Router::new()
-        .fallback(|| async { "hello from the demo API\n" })
-        .layer(layer)
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let handle = handle.clone();
-                async move { handle.render() }
-            }),
-        );
+    let router = crate::with_metrics(
+        axum::Router::new()
+            .fallback(|| async { "hello from the demo API\n" })
+            .layer(layer),
+        handle,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -23,6 +23,8 @@ mod served {
 }
 
 use std::process::ExitCode;
+
+use metrics_exporter_prometheus::PrometheusHandle;
 #[cfg(unix)]
 use std::time::Duration;
 
@@ -82,6 +84,40 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The demo's policy: 5 requests per 10 s per client.
+pub(crate) fn policy() -> kata::http::Policy {
+    kata::http::Policy::new("demo", 5, std::time::Duration::from_secs(10))
+}
+
+/// Clients by address or `x-api-key`, loopback a trusted proxy.
+pub(crate) fn keys() -> kata::http::KeyRule {
+    kata::http::KeyRule::by_address()
+        .with_api_key("x-api-key")
+        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
+        .expect("a valid key rule")
+}
+
+/// Installs the Prometheus recorder, before anything records.
+pub(crate) fn recorder() -> Result<PrometheusHandle, String> {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::set_global_recorder(recorder)
+        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
+    Ok(handle)
+}
+
+/// What the recorder holds, at `/metrics` (not limited: the route is added
+/// after the layer).
+pub(crate) fn with_metrics(router: axum::Router, handle: PrometheusHandle) -> axum::Router {
+    router.route(
+        "/metrics",
+        axum::routing::get(move || {
+            let handle = handle.clone();
+            async move { handle.render() }
+        }),
+    )
 }
 
 /// Resolves when the process that started this one ends (on Unix: the

@@ -20,12 +20,11 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kata::async_redis::Settings;
-use kata::http::{Clock, KeyRule, Policy};
+use kata::http::Clock;
 use kata::redis::cluster::{key_slot, RedisCluster};
 use kata::redis::server::RedisServer;
 use kata::redis::{Clock as RuleClock, LocalLimiter, OnFailure, RedisError, Rule};
 use kata::{AsyncRateLimiter, Decision, Timestamp};
-use metrics_exporter_prometheus::PrometheusBuilder;
 
 use crate::served::{Layer, Limiter, FILE};
 
@@ -244,11 +243,7 @@ fn reason(e: &RedisError) -> &'static str {
 /// One app server: the learner's stack on a free loopback port; prints
 /// `listening on URL` first.
 pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), String> {
-    let policy = Policy::new("demo", 5, Duration::from_secs(10));
-    let keys = KeyRule::by_address()
-        .with_api_key("x-api-key")
-        .and_then(|k| k.trusting(&["127.0.0.1", "::1"]))
-        .expect("a valid key rule");
+    let (policy, keys) = (crate::policy(), crate::keys());
     let mut settings = if cluster {
         let urls: Vec<String> = redis.split(',').map(str::to_string).collect();
         Settings::cluster(&urls)
@@ -265,10 +260,7 @@ pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), Strin
         refill_every: policy.window / policy.quota as u32,
         clock: RuleClock::Server,
     };
-    let recorder = PrometheusBuilder::new().build_recorder();
-    let handle = recorder.handle();
-    metrics::set_global_recorder(recorder)
-        .map_err(|e| format!("cannot install the metrics recorder: {e}"))?;
+    let handle = crate::recorder()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -285,19 +277,15 @@ pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), Strin
         let layer = Layer::new(Arc::new(observed), policy, keys, WallClock)
             .map_err(|e| format!("{FILE}: new refused the demo's policy: {e}"))?;
         let hello = format!("hello from app server {number}\n");
-        let router = axum::Router::new()
-            .fallback(move || {
-                let hello = hello.clone();
-                async move { hello }
-            })
-            .layer(layer)
-            .route(
-                "/metrics",
-                axum::routing::get(move || {
-                    let handle = handle.clone();
-                    async move { handle.render() }
-                }),
-            );
+        let router = crate::with_metrics(
+            axum::Router::new()
+                .fallback(move || {
+                    let hello = hello.clone();
+                    async move { hello }
+                })
+                .layer(layer),
+            handle,
+        );
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
             .await
             .map_err(|e| format!("cannot listen on 127.0.0.1: {e}"))?;
