@@ -33,12 +33,12 @@ use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Request, Response, StatusCode};
 
-use kata::async_redis::{Redis, Settings};
+use kata::async_redis::{metric, LocalLimiter, Reason, Redis, Settings};
 use kata::http::{
     KeyRule, LayerError, Policy, PolicyError, MAX_API_KEY_LEN, PROBLEM_TITLE, PROBLEM_TYPE,
     UNKNOWN_CLIENT,
 };
-use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
+use kata::redis::{Clock, OnFailure, RedisError, Rule};
 use kata::{AsyncRateLimiter, ConfigError, Decision, RateLimiter, Timestamp};
 use redis::aio::MultiplexedConnection;
 use redis::cluster_async::ClusterConnection;
@@ -219,6 +219,8 @@ pub struct AsyncRedisLimiter {
     /// The shared connection once one is open. The lock is held only to
     /// clone it out or put it in, never across an `.await`.
     connection: Mutex<Option<Connection>>,
+    /// `OnFailure::Local`'s store: lesson 09's, at most
+    /// `settings.local.max_keys` keys, built once.
     local: LocalLimiter,
 }
 
@@ -235,7 +237,7 @@ impl AsyncRedisLimiter {
         Ok(AsyncRedisLimiter {
             rule,
             script: Script::new(&format!("{PAIRS}{body}")),
-            local: LocalLimiter::new(&rule)?,
+            local: LocalLimiter::new(&rule, settings.local.clone())?,
             settings,
             connection: Mutex::new(None),
         })
@@ -440,17 +442,43 @@ fn instant(member: &str) -> Result<u128, RedisError> {
         })
 }
 
-impl AsyncRateLimiter for AsyncRedisLimiter {
-    /// Redis's answer, or, when Redis fails, the failure policy's.
-    async fn check(&self, key: &str, now: Timestamp) -> Decision {
-        match self.try_check(key, now).await {
-            Ok(decision) => decision,
-            Err(_) => match self.settings.on_failure {
-                OnFailure::Open => Decision::Allowed { remaining: 0 },
-                OnFailure::Closed { retry_after } => Decision::Denied { retry_after },
-                OnFailure::Local => self.local.check(key, now),
-            },
+impl AsyncRedisLimiter {
+    /// The failure policy's answer, counted by why Redis did not answer.
+    fn fallback(&self, key: &str, now: Timestamp, reason: Reason) -> Decision {
+        metrics::counter!(
+            metric::FALLBACKS,
+            metric::POLICY => self.settings.local.policy.clone(),
+            metric::REASON => reason.label(),
+        )
+        .increment(1);
+        match self.settings.on_failure {
+            OnFailure::Open => Decision::Allowed { remaining: 0 },
+            OnFailure::Closed { retry_after } => Decision::Denied { retry_after },
+            OnFailure::Local => self.local.check(key, now),
         }
+    }
+}
+
+impl AsyncRateLimiter for AsyncRedisLimiter {
+    /// Redis's answer, or, when Redis fails, the failure policy's; either
+    /// way counted by its outcome.
+    async fn check(&self, key: &str, now: Timestamp) -> Decision {
+        let decision = match self.try_check(key, now).await {
+            Ok(decision) => decision,
+            Err(e) => self.fallback(key, now, Reason::of(&e)),
+        };
+        let outcome = if decision.is_allowed() {
+            metric::ALLOWED
+        } else {
+            metric::DENIED
+        };
+        metrics::counter!(
+            metric::DECISIONS,
+            metric::POLICY => self.settings.local.policy.clone(),
+            metric::OUTCOME => outcome,
+        )
+        .increment(1);
+        decision
     }
 }
 

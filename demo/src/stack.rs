@@ -6,9 +6,9 @@
 //!
 //! The limiter is the demo's policy as a GCRA on the server's clock (lesson
 //! 08's milestone 4: app servers whose clocks disagree share one limit),
-//! its failure policy `Local`. Each app server serves `/metrics`: the
-//! decisions it made, by answer, and the ones the fallback made, by why
-//! Redis did not answer.
+//! its failure policy `Local`. Each app server serves `/metrics`: what the
+//! learner's limiter records, the decisions it made by outcome and the ones
+//! its fallback made by why Redis did not answer.
 //!
 //! Everything stops with this process, however it stops: the app servers
 //! and the Redis nodes are tied to it.
@@ -19,12 +19,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kata::async_redis::Settings;
+use kata::async_redis::{Bounds, Overflow, Settings};
 use kata::http::Clock;
 use kata::redis::cluster::{key_slot, RedisCluster};
 use kata::redis::server::RedisServer;
-use kata::redis::{Clock as RuleClock, LocalLimiter, OnFailure, RedisError, Rule};
-use kata::{AsyncRateLimiter, Decision, Timestamp};
+use kata::redis::{Clock as RuleClock, OnFailure, Rule};
+use kata::Timestamp;
 
 use crate::served::{Layer, Limiter, FILE};
 
@@ -192,54 +192,6 @@ impl Clock for WallClock {
     }
 }
 
-/// The learner's limiter, its decisions counted: each answer from Redis
-/// (`try_check`) by its outcome, and, when Redis fails, the failure
-/// policy's answer, as the contract says `check` gives it, counted by why
-/// (the learner's `check` would not say why).
-struct Observed {
-    limiter: Limiter,
-    on_failure: OnFailure,
-    local: LocalLimiter,
-}
-
-impl AsyncRateLimiter for Observed {
-    async fn check(&self, key: &str, now: Timestamp) -> Decision {
-        match self.limiter.try_check(key, now).await {
-            Ok(decision) => {
-                let answer = if decision.is_allowed() {
-                    "allowed"
-                } else {
-                    "denied"
-                };
-                metrics::counter!("ratelimit_decisions_total", "policy" => "demo", "outcome" => answer)
-                    .increment(1);
-                decision
-            }
-            Err(e) => {
-                metrics::counter!("ratelimit_fallback_decisions_total", "policy" => "demo", "reason" => reason(&e))
-                    .increment(1);
-                kata::redis::drive::policy_answer(self.on_failure, &self.local, key, now)
-            }
-        }
-    }
-}
-
-/// Why Redis did not answer, as a label.
-fn reason(e: &RedisError) -> &'static str {
-    let text = e.to_string();
-    if e.is_timeout() || text.contains("did not answer within") {
-        "timeout"
-    } else if e.is_connection_refusal() {
-        "connection_refused"
-    } else if text.contains("CLUSTERDOWN") {
-        "cluster_down"
-    } else if e.code().is_some() {
-        "error_reply"
-    } else {
-        "connection_lost"
-    }
-}
-
 /// One app server: the learner's stack on a free loopback port; prints
 /// `listening on URL` first.
 pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), String> {
@@ -255,6 +207,9 @@ pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), Strin
     // Room for a loaded machine: a timeout is a fallback decision.
     settings.timeout = Duration::from_millis(500);
     settings.on_failure = OnFailure::Local;
+    // The learner's limiter records its metrics under this policy; its
+    // local store holds at most this many clients while Redis is away.
+    settings.local = Bounds::new("demo", 10_000, Overflow::Deny);
     let rule = Rule::Gcra {
         capacity: policy.quota,
         refill_every: policy.window / policy.quota as u32,
@@ -267,14 +222,9 @@ pub fn app_server(number: usize, redis: &str, cluster: bool) -> Result<(), Strin
         .build()
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     runtime.block_on(async move {
-        let limiter = Limiter::new(rule, settings.clone())
+        let limiter = Limiter::new(rule, settings)
             .map_err(|e| format!("{FILE}: new refused the demo's rule: {e:?}"))?;
-        let observed = Observed {
-            limiter,
-            on_failure: settings.on_failure,
-            local: LocalLimiter::new(&rule).map_err(|e| format!("{e:?}"))?,
-        };
-        let layer = Layer::new(Arc::new(observed), policy, keys, WallClock)
+        let layer = Layer::new(Arc::new(limiter), policy, keys, WallClock)
             .map_err(|e| format!("{FILE}: new refused the demo's policy: {e}"))?;
         let hello = format!("hello from app server {number}\n");
         let router = crate::with_metrics(

@@ -26,14 +26,14 @@ use axum::extract::ConnectInfo;
 #[allow(unused_imports)]
 use axum::http::{HeaderMap, HeaderValue, Request, Response, StatusCode};
 #[allow(unused_imports)]
-use kata::async_redis::{Redis, Settings};
+use kata::async_redis::{metric, LocalLimiter, Reason, Redis, Settings};
 #[allow(unused_imports)]
 use kata::http::{
     KeyRule, LayerError, Policy, PolicyError, MAX_API_KEY_LEN, PROBLEM_TITLE, PROBLEM_TYPE,
     UNKNOWN_CLIENT,
 };
 #[allow(unused_imports)]
-use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
+use kata::redis::{Clock, OnFailure, RedisError, Rule};
 #[allow(unused_imports)] // `LocalLimiter::check` is `RateLimiter`'s
 use kata::RateLimiter;
 use kata::{AsyncRateLimiter, ConfigError, Decision, Timestamp};
@@ -47,7 +47,8 @@ use tower::{Layer, Service};
 
 pub struct AsyncRedisLimiter {
     // The rule, the settings, the script for the rule, the shared
-    // connection once open, and a `LocalLimiter` for `OnFailure::Local`.
+    // connection once open, and the `LocalLimiter` (lesson 09's bounded
+    // store, `settings.local`) for `OnFailure::Local`, built once.
     rule: Rule,
 }
 
@@ -69,10 +70,12 @@ impl AsyncRedisLimiter {
 }
 
 impl AsyncRateLimiter for AsyncRedisLimiter {
-    /// `try_check`, or, when it fails, what `settings.on_failure` says.
+    /// `try_check`, or, when it fails, what `settings.on_failure` says;
+    /// counted in `metric::DECISIONS` by outcome, and a fallback decision
+    /// in `metric::FALLBACKS` by its `Reason` too.
     async fn check(&self, key: &str, now: Timestamp) -> Decision {
         let _ = (key, now);
-        todo!("lesson 10: try_check, then the failure policy")
+        todo!("lesson 10: try_check, then the failure policy; count the decision")
     }
 }
 

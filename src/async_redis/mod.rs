@@ -15,6 +15,7 @@
 
 pub mod checks;
 pub mod drive;
+mod fallback;
 mod suite;
 mod variant;
 
@@ -24,7 +25,9 @@ pub use crate::async_redis_tests as suite;
 /// A lesson of this kind.
 pub type Lesson = checks::AsyncLesson;
 
-pub use crate::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule, SettingsError};
+pub use crate::memory::{Bounds, Overflow};
+pub use crate::redis::{Clock, OnFailure, RedisError, Rule, SettingsError};
+pub use fallback::{metric, LocalLimiter, Reason};
 
 use std::time::Duration;
 
@@ -53,11 +56,16 @@ pub struct Settings {
     /// Added to every key's time to live, past the instant its state stops
     /// mattering.
     pub ttl_grace: Duration,
+    /// The bounds of the store `OnFailure::Local` answers from (a
+    /// [`LocalLimiter`]), and the `policy` label of every metric.
+    pub local: Bounds,
 }
 
 impl Settings {
     /// One server, with lesson 08's defaults: keys under `rl:`, a 50 ms
-    /// timeout, closed with a one-second `retry_after`, a second of grace.
+    /// timeout, closed with a one-second `retry_after`, a second of grace;
+    /// and a local store of at most 10,000 keys that denies a new key when
+    /// full, its metrics labelled `policy="default"`.
     pub fn new(url: &str) -> Result<Settings, SettingsError> {
         crate::redis::client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
         Ok(Settings::on(Redis::Server(url.to_string())))
@@ -84,6 +92,7 @@ impl Settings {
                 retry_after: Duration::from_secs(1),
             },
             ttl_grace: Duration::from_secs(1),
+            local: Bounds::new("default", 10_000, Overflow::Deny),
         }
     }
 
@@ -135,6 +144,7 @@ impl From<crate::redis::Settings> for Settings {
             timeout: s.timeout,
             on_failure: s.on_failure,
             ttl_grace: s.ttl_grace,
+            local: Settings::on(Redis::Cluster(Vec::new())).local,
         }
     }
 }

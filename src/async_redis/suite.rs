@@ -30,6 +30,18 @@ macro_rules! async_redis_tests {
             fn calls_never_block_the_runtime() {
                 lesson().calls_never_block_the_runtime();
             }
+
+            /// `OnFailure::Local` answers from lesson 09's bounded store.
+            #[test]
+            fn local_fallback_is_bounded() {
+                lesson().the_local_fallback_is_bounded();
+            }
+
+            /// Every decision counted by outcome, the fallback's by reason.
+            #[test]
+            fn fallback_decisions_counted_by_reason() {
+                lesson().fallback_decisions_are_counted_by_reason();
+            }
         }
 
         /// Lesson 07's checks, for the file's `AsyncRateLimitLayer` over the

@@ -65,17 +65,29 @@ pub(crate) fn expected_metrics(policy: &str, c: &Counts) -> Metrics {
     m
 }
 
+/// The series a contract names: each metric's name and the labels it
+/// carries.
+pub(crate) type Contract = &'static [(&'static str, &'static [&'static str])];
+
+/// Lesson 09's metrics.
+pub(crate) const LESSON_09: Contract = &[
+    (metric::DECISIONS, &[metric::POLICY, metric::OUTCOME]),
+    (metric::KEYS, &[metric::POLICY]),
+    (metric::EVICTIONS, &[metric::POLICY]),
+    (metric::OVERFLOWS, &[metric::POLICY]),
+];
+
+/// [`same_series`] under lesson 09's contract.
+pub(crate) fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> {
+    same_series(want, got, LESSON_09)
+}
+
 /// Every series recorded (whatever its value, a histogram's included) has
 /// one of the contract's names and only its labels; then the values match,
 /// zero-valued series counting as absent (a counter registered before its
 /// first increment, a gauge set to 0).
-pub(crate) fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> {
-    let names = [
-        metric::DECISIONS,
-        metric::KEYS,
-        metric::EVICTIONS,
-        metric::OVERFLOWS,
-    ];
+pub(crate) fn same_series(want: &Metrics, got: &Metrics, contract: Contract) -> Result<(), String> {
+    let names: Vec<&str> = contract.iter().map(|(name, _)| *name).collect();
     for series in got.keys() {
         let (name, labels) = series.split_once('{').unwrap_or((series, "}"));
         let labels: Vec<&str> = labels
@@ -84,25 +96,24 @@ pub(crate) fn same_metrics(want: &Metrics, got: &Metrics) -> Result<(), String> 
             .filter(|l| !l.is_empty())
             .map(|l| l.split('=').next().unwrap_or(l))
             .collect();
-        let allowed: &[&str] = if name == metric::DECISIONS {
-            &[metric::POLICY, metric::OUTCOME]
-        } else {
-            &[metric::POLICY]
+        let Some((_, allowed)) = contract.iter().find(|(n, _)| *n == name) else {
+            return Err(format!(
+                "the series {series} is not one of the contract's metrics ({})",
+                names.join(", ")
+            ));
         };
         if let Some(label) = labels.iter().find(|l| !allowed.contains(l)) {
             return Err(format!(
                 "the series {series} has the label `{label}`, which the contract does not name. \
-                 Metrics carry the labels `policy` (and `outcome` on decisions) only: a label \
-                 per client key makes one time series per client, and the monitoring system \
-                 keeps every series in memory, so a million clients become a million series \
-                 (the unbounded store this lesson removes from the limiter, moved into the \
-                 monitoring)."
-            ));
-        }
-        if !names.contains(&name) {
-            return Err(format!(
-                "the series {series} is not one of the contract's metrics ({})",
-                names.join(", ")
+                 {name} carries the labels {} only: a label per client key makes one time \
+                 series per client, and the monitoring system keeps every series in memory, so \
+                 a million clients become a million series (the unbounded store lesson 09 \
+                 removes from the limiter, moved into the monitoring).",
+                allowed
+                    .iter()
+                    .map(|l| format!("`{l}`"))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             ));
         }
     }

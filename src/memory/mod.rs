@@ -13,7 +13,7 @@
 
 pub mod checks;
 pub mod drive;
-mod metrics;
+pub(crate) mod metrics;
 pub mod model;
 pub mod races;
 mod suite;

@@ -71,8 +71,14 @@ impl BoundedModel {
     pub fn new(rule: Rule, bounds: Bounds) -> BoundedModel {
         let (limit, period) = rule.parts();
         let config = Config::new(limit, period.as_nanos() as u64);
+        BoundedModel::of(rule.algorithm().model(config), bounds)
+    }
+
+    /// The bounded store over any rule's model (lesson 10's fallback
+    /// keeps lesson 08's rules, the sliding log among them).
+    pub fn of(rule: Model, bounds: Bounds) -> BoundedModel {
         BoundedModel {
-            rule: rule.algorithm().model(config),
+            rule,
             bounds,
             clock: 0,
             by_fresh: BTreeSet::new(),

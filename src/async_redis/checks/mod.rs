@@ -9,10 +9,12 @@
 //! `AsyncRateLimitLayer`. What is lesson 10's own is here, one concept a
 //! file: `relay` (a loopback relay that counts connections and commands
 //! and holds replies back), `runtime` (a call never blocks the runtime,
-//! calls share one connection), `cluster` (a slot that moves, a master
-//! that fails over).
+//! calls share one connection), `fallback` (the local store is lesson 09's,
+//! the fallback's decisions counted by reason), `cluster` (a slot that
+//! moves, a master that fails over, a cluster that goes down).
 
 mod cluster;
+mod fallback;
 mod relay;
 mod runtime;
 

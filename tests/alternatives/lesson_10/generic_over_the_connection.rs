@@ -30,9 +30,10 @@ use kata::http::{
     UNKNOWN_CLIENT,
 };
 
-use kata::async_redis::{Redis, Settings};
-use kata::redis::{Clock, LocalLimiter, OnFailure, RedisError, Rule};
+use kata::async_redis::{metric, LocalLimiter, Reason, Redis, Settings};
+use kata::redis::{Clock, OnFailure, RedisError, Rule};
 use kata::{AsyncRateLimiter, ConfigError, Decision, RateLimiter, Timestamp};
+use metrics::Counter;
 use redis::aio::{ConnectionLike, MultiplexedConnection};
 use redis::cluster_async::ClusterConnection;
 use redis::{AsyncConnectionConfig, Script};
@@ -189,6 +190,10 @@ pub struct AsyncRedisLimiter {
     script: Script,
     shared: RwLock<Option<Shared>>,
     local: LocalLimiter,
+    /// Registered once, in `new`: allowed, denied.
+    decided: [Counter; 2],
+    /// One per reason, in the order of `Reason::ALL`.
+    fell_back: [Counter; 5],
 }
 
 impl AsyncRedisLimiter {
@@ -200,13 +205,22 @@ impl AsyncRedisLimiter {
             Rule::Gcra { .. } => GCRA,
         };
         let script = Script::new(&format!("{PAIRS}{body}"));
-        let local = LocalLimiter::new(&rule)?;
+        let local = LocalLimiter::new(&rule, settings.local.clone())?;
+        let policy = settings.local.policy.clone();
+        let decided = [metric::ALLOWED, metric::DENIED].map(|outcome| {
+            metrics::counter!(metric::DECISIONS, metric::POLICY => policy.clone(), metric::OUTCOME => outcome)
+        });
+        let fell_back = Reason::ALL.map(|reason| {
+            metrics::counter!(metric::FALLBACKS, metric::POLICY => policy.clone(), metric::REASON => reason.label())
+        });
         Ok(AsyncRedisLimiter {
             rule,
             settings,
             script,
             shared: RwLock::new(None),
             local,
+            decided,
+            fell_back,
         })
     }
 
@@ -369,14 +383,21 @@ impl AsyncRedisLimiter {
 
 impl AsyncRateLimiter for AsyncRedisLimiter {
     async fn check(&self, key: &str, now: Timestamp) -> Decision {
-        match self.try_check(key, now).await {
+        let d = match self.try_check(key, now).await {
             Ok(d) => d,
-            Err(_) => match self.settings.on_failure {
-                OnFailure::Open => Decision::Allowed { remaining: 0 },
-                OnFailure::Closed { retry_after } => Decision::Denied { retry_after },
-                OnFailure::Local => self.local.check(key, now),
-            },
-        }
+            Err(e) => {
+                let reason = Reason::of(&e);
+                let at = Reason::ALL.iter().position(|r| *r == reason);
+                self.fell_back[at.expect("every reason is in ALL")].increment(1);
+                match self.settings.on_failure {
+                    OnFailure::Open => Decision::Allowed { remaining: 0 },
+                    OnFailure::Closed { retry_after } => Decision::Denied { retry_after },
+                    OnFailure::Local => self.local.check(key, now),
+                }
+            }
+        };
+        self.decided[usize::from(!d.is_allowed())].increment(1);
+        d
     }
 }
 
