@@ -19,6 +19,8 @@ use crate::redis::RedisError;
 use crate::render::call;
 use crate::time::Timestamp;
 
+pub use axum::Router;
+
 /// A future of a subject's, boxed.
 pub type Boxed<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -37,9 +39,20 @@ pub trait AsyncLimiter: Send + Sync {
 /// Builds one instance (one app server) of an implementation.
 pub type BuildAsync = fn(Rule, Settings) -> Result<Arc<dyn AsyncLimiter>, ConfigError>;
 
+/// The file's whole stack on `router`: its `AsyncRateLimitLayer` over its
+/// `AsyncRedisLimiter` (built from the rule and settings), keyed by the
+/// peer's address, timed by the clock.
+pub type BuildStack = fn(
+    Router,
+    Rule,
+    Settings,
+    crate::http::Policy,
+    crate::http::ManualClock,
+) -> Result<Router, String>;
+
 /// One implementation of lesson 10 compiled into its test binary: built as
-/// itself, as lesson 08's kind sees it ([`blocking`]), and its layer as
-/// lesson 07's kind sees one.
+/// itself, as lesson 08's kind sees it ([`blocking`]), its layer as lesson
+/// 07's kind sees one, and the two together as an app server serves them.
 #[derive(Clone, Copy)]
 pub struct AsyncVariant {
     pub file: &'static str,
@@ -48,6 +61,7 @@ pub struct AsyncVariant {
     pub blocking: RedisVariant,
     /// The file's `AsyncRateLimitLayer`, over the harness's test limiter.
     pub layer: crate::http::drive::HttpVariant,
+    pub stack: BuildStack,
 }
 
 impl crate::kind::Compiled for AsyncVariant {

@@ -44,6 +44,16 @@ macro_rules! async_redis_tests {
             }
         }
 
+        $crate::__group!(end_to_end {
+            /// Three app server processes, the file's layer over its
+            /// limiter in each, on one Redis: one limit, a paused Redis
+            /// answered within the timeout, `/metrics` by process.
+            #[test]
+            fn three_app_servers_keep_one_limit() {
+                lesson().three_app_servers_keep_one_limit();
+            }
+        });
+
         /// Lesson 07's checks, for the file's `AsyncRateLimitLayer` over the
         /// harness's test limiter.
         mod layer {
@@ -72,6 +82,11 @@ macro_rules! async_redis_tests {
                 #[test]
                 fn a_failover_costs_at_most_the_writes_not_replicated() {
                     lesson().a_failover_costs_at_most_the_writes_not_replicated();
+                }
+
+                #[test]
+                fn cluster_down_gets_the_policy() {
+                    lesson().cluster_down_gets_the_policy();
                 }
             });
         }

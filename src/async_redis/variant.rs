@@ -38,6 +38,26 @@ macro_rules! __async_redis_variant {
                     .map(|l| Arc::new(Driven(l)) as Arc<dyn AsyncLimiter>)
             }
 
+            /// The file's layer over the file's limiter, on `router`.
+            fn stack(
+                router: $crate::async_redis::drive::Router,
+                rule: Rule,
+                settings: Settings,
+                policy: $crate::http::Policy,
+                clock: $crate::http::ManualClock,
+            ) -> Result<$crate::async_redis::drive::Router, String> {
+                let limiter = on_std::imp::$limiter::new(rule, settings)
+                    .map_err(|e| format!("new returned Err({e:?})"))?;
+                let layer = on_std::imp::AsyncRateLimitLayer::new(
+                    Arc::new(limiter),
+                    policy,
+                    $crate::http::KeyRule::by_address(),
+                    clock,
+                )
+                .map_err(|e| format!("AsyncRateLimitLayer::new returned Err({e:?})"))?;
+                Ok(router.layer(layer))
+            }
+
             /// The file's layer, as lesson 07's kind drives one.
             mod layer {
                 $crate::__http_variant_of!(super::on_std::imp, $path, $file, AsyncRateLimitLayer);
@@ -48,6 +68,7 @@ macro_rules! __async_redis_variant {
                 source: include_str!($file),
                 build,
                 layer: layer::VARIANT,
+                stack,
                 blocking: RedisVariant {
                     file: $path,
                     source: include_str!($file),

@@ -513,6 +513,32 @@ impl RedisCluster {
         })
     }
 
+    /// Takes `slot` from the master that serves it (`CLUSTER DELSLOTS`):
+    /// that master no longer covers every slot, so it says
+    /// `cluster_state:fail` and answers every command with `CLUSTERDOWN`.
+    /// Returns the master, for [`RedisCluster::give_slot_back`].
+    pub fn take_slot_away(&self, slot: u16) -> Result<usize, String> {
+        let master = self.master_of(slot)?;
+        let _: () = self.ask(master, redis::cmd("CLUSTER").arg("DELSLOTS").arg(slot))?;
+        self.settle(
+            "the master without the slot says the cluster is down",
+            |c| {
+                c.ask::<String>(master, redis::cmd("CLUSTER").arg("INFO"))
+                    .is_ok_and(|info| info.contains("cluster_state:fail"))
+            },
+        )?;
+        Ok(master)
+    }
+
+    /// Gives `slot` back to `master` (`CLUSTER ADDSLOTS`) and waits until
+    /// the cluster is healthy again.
+    pub fn give_slot_back(&self, slot: u16, master: usize) -> Result<(), String> {
+        let _: () = self.ask(master, redis::cmd("CLUSTER").arg("ADDSLOTS").arg(slot))?;
+        self.settle("the slot served again and the cluster healthy", |c| {
+            c.master_of(slot) == Ok(master) && c.healthy()
+        })
+    }
+
     /// Kills the master that serves `slot` (SIGKILL: what it had not yet
     /// sent its replica is lost) and returns its index.
     pub fn kill_master_of(&self, slot: u16) -> Result<usize, String> {

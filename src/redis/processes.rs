@@ -116,7 +116,7 @@ fn processes() -> &'static [Mutex<Option<Process>>] {
 
 /// Sends `line` to app server `number` (starting it if need be) and
 /// returns its answer.
-fn ask(number: usize, line: &str) -> Result<String, String> {
+pub(crate) fn ask(number: usize, line: &str) -> Result<String, String> {
     let mut slot = processes()[number]
         .lock()
         .unwrap_or_else(|e| e.into_inner());
@@ -134,11 +134,11 @@ fn ask(number: usize, line: &str) -> Result<String, String> {
     answer
 }
 
-fn hex(text: &str) -> String {
+pub(crate) fn hex(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
-fn unhex(text: &str) -> Result<String, String> {
+pub(crate) fn unhex(text: &str) -> Result<String, String> {
     let bytes = (0..text.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(text.get(i..i + 2).unwrap_or("?"), 16))
@@ -181,7 +181,7 @@ impl Remote {
     }
 }
 
-fn answer_error(answer: &str) -> String {
+pub(crate) fn answer_error(answer: &str) -> String {
     match answer.split_once(' ') {
         Some((_, text)) => unhex(text).unwrap_or_else(|e| e),
         None => answer.to_string(),
@@ -223,6 +223,16 @@ impl Drop for Remote {
 /// In an app server process (its `app_server` test): answers the lines of
 /// stdin until it closes. Elsewhere, returns at once.
 pub fn serve(implementations: &Implementations<RedisVariant>) {
+    serve_with(implementations, &mut |_| None);
+}
+
+/// [`serve`], with a kind's own commands: `more` answers the lines it
+/// knows (given their fields), `None` for the others. An answer is `ok …`,
+/// or `fail` and the reason in hex.
+pub fn serve_with(
+    implementations: &Implementations<RedisVariant>,
+    more: &mut dyn FnMut(&[&str]) -> Option<String>,
+) {
     if std::env::var_os(CHILD).is_none() {
         return;
     }
@@ -237,6 +247,10 @@ pub fn serve(implementations: &Implementations<RedisVariant>) {
     println!("{ANSWER} ready");
     for line in std::io::stdin().lock().lines().map_while(Result::ok) {
         let fields: Vec<&str> = line.split(' ').collect();
+        if let Some(answer) = more(&fields) {
+            println!("{ANSWER} {answer}");
+            continue;
+        }
         let answer = match fields.as_slice() {
             ["new", id, file, rule, limit, period, url, prefix, timeout, grace] => {
                 let built = (|| -> Result<(u64, Arc<dyn Limiter>), String> {

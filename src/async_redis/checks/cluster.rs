@@ -57,6 +57,132 @@ fn table(rows: &[Row]) -> String {
         .join("\n")
 }
 
+/// The rows and problems of a check, and the answers it expects: the
+/// failure policy's, and a fresh key's from Redis.
+struct Run<'a> {
+    limiter: &'a dyn Limiter,
+    policy: Decision,
+    fresh: Decision,
+    rows: Vec<Row>,
+    problems: Vec<String>,
+    /// Calls made: each is a second after the one before.
+    calls: u64,
+}
+
+/// The policy of the checks on a cluster of their own.
+const RETRY_AFTER: Duration = Duration::from_secs(7);
+
+/// A cluster of a check's own, and settings on it: the check's timeout,
+/// closed with [`RETRY_AFTER`].
+fn own_cluster() -> (RedisCluster, crate::async_redis::Settings) {
+    let cluster = RedisCluster::start().unwrap_or_else(|e| panic!("{e}"));
+    let mut settings = settings_on_cluster(&cluster);
+    settings.timeout = TIMEOUT;
+    settings.on_failure = OnFailure::Closed {
+        retry_after: RETRY_AFTER,
+    };
+    (cluster, settings)
+}
+
+impl<'a> Run<'a> {
+    fn new(limiter: &'a dyn Limiter) -> Run<'a> {
+        Run {
+            limiter,
+            policy: Decision::Denied {
+                retry_after: RETRY_AFTER,
+            },
+            fresh: Decision::Allowed {
+                remaining: LIMIT - 1,
+            },
+            rows: Vec::new(),
+            problems: Vec::new(),
+            calls: 0,
+        }
+    }
+
+    /// The instant of the next call.
+    fn next(&mut self) -> Timestamp {
+        self.calls += 1;
+        Timestamp::from_secs(10 + self.calls)
+    }
+
+    /// Connected to every master, the script loaded: a fresh key's answer
+    /// within 10 calls (bounded: a loaded machine may miss the first
+    /// timeout).
+    fn warmed(&mut self) -> bool {
+        (0..10).any(|i| {
+            let at = self.next();
+            self.limiter.check(&format!("warm{i}"), at) == self.fresh
+        })
+    }
+
+    /// A call while Redis cannot answer (`why`): the policy's answer within
+    /// the timeout.
+    fn policy_call(&mut self, phase: &'static str, why: &str, key: &str, at: Timestamp) {
+        let started = Instant::now();
+        let answer = self.limiter.check(key, at);
+        let took = started.elapsed();
+        if took > TIMEOUT + MARGIN {
+            self.problems.push(format!(
+                "{} took {took:?} {why}, past the timeout of {TIMEOUT:?}",
+                call(key, at)
+            ));
+        }
+        if answer != self.policy {
+            self.problems.push(format!(
+                "{} answered {} {why}; the failure policy's answer is {} (an error is not an \
+                 answer from Redis)",
+                call(key, at),
+                describe(&answer),
+                describe(&self.policy)
+            ));
+        }
+        self.rows.push(Row {
+            phase,
+            key: key.to_string(),
+            at,
+            answer: Ok(answer),
+            want: describe(&self.policy),
+        });
+    }
+
+    /// Calls, one per key, until one gets a fresh key's answer from Redis
+    /// (the client learns of the change within a few), the policy's
+    /// accepted until then; whether Redis answered.
+    fn until_redis_answers(
+        &mut self,
+        phase: &'static str,
+        keys: impl IntoIterator<Item = String>,
+    ) -> bool {
+        for key in keys {
+            let at = self.next();
+            let answer = self.limiter.check(&key, at);
+            self.rows.push(Row {
+                phase,
+                key: key.clone(),
+                at,
+                answer: Ok(answer),
+                want: format!(
+                    "{} (or the policy's, until the client learns)",
+                    describe(&self.fresh)
+                ),
+            });
+            if answer == self.fresh {
+                return true;
+            }
+            if answer != self.policy {
+                self.problems.push(format!(
+                    "{} answered {}: neither Redis's answer nor the policy's",
+                    call(&key, at),
+                    describe(&answer)
+                ));
+                return false;
+            }
+        }
+        false
+    }
+}
+
 impl AsyncLesson {
     /// For each rule, a key's requests while its slot moves to another
     /// master: some before, some while the slot is migrating (`ASK`), some
@@ -129,12 +255,7 @@ impl AsyncLesson {
     /// last few, the writes the replica had not received (never more than
     /// were made before the kill, and none that were not made).
     pub fn a_failover_costs_at_most_the_writes_not_replicated(&self) {
-        let cluster = RedisCluster::start().unwrap_or_else(|e| panic!("{e}"));
-        let mut settings = settings_on_cluster(&cluster);
-        settings.timeout = TIMEOUT;
-        let retry_after = Duration::from_secs(7);
-        settings.on_failure = OnFailure::Closed { retry_after };
-        let policy = Decision::Denied { retry_after };
+        let (cluster, settings) = own_cluster();
         let kind = RuleKind::FixedWindow;
         let key = "f".to_string();
         let slot = key_slot(settings.key(&key, "x").as_bytes());
@@ -159,20 +280,10 @@ impl AsyncLesson {
             limit: LIMIT,
             period: HOUR,
         };
-        let mut rows = Vec::new();
-        let mut problems = Vec::new();
-        let mut n = 0u64;
-        let mut next = || {
-            n += 1;
-            Timestamp::from_secs(10 + n)
-        };
+        let mut run = Run::new(&*limiter);
         // Warm: connected to every master, the script loaded (bounded: a
         // loaded machine may miss the first timeout).
-        let fresh = Decision::Allowed {
-            remaining: LIMIT - 1,
-        };
-        let warm = (0..10).any(|i| limiter.check(&format!("warm{i}"), next()) == fresh);
-        if !warm {
+        if !run.warmed() {
             self.fail(
                 "the check of a failover",
                 "before any master was killed, 10 calls for new keys never got Redis's answer \
@@ -185,11 +296,11 @@ impl AsyncLesson {
         let mut before = Vec::new();
         let mut model = kind.algorithm().model(config);
         for _ in 0..LIMIT - 2 {
-            let at = next();
+            let at = run.next();
             let want = model.decide(&key, at.as_nanos());
             let answer = limiter.check(&key, at);
             if answer != want {
-                problems.push(format!(
+                run.problems.push(format!(
                     "{} answered {}; Redis's answer is {}",
                     call(&key, at),
                     describe(&answer),
@@ -197,7 +308,7 @@ impl AsyncLesson {
                 ));
             }
             before.push(at);
-            rows.push(Row {
+            run.rows.push(Row {
                 phase: "before the kill",
                 key: key.clone(),
                 at,
@@ -213,32 +324,13 @@ impl AsyncLesson {
         // least one call, and as many as fit before it.
         let mut first = true;
         while std::mem::take(&mut first) || since.elapsed() + TIMEOUT + MARGIN < NODE_TIMEOUT {
-            let at = next();
-            let started = Instant::now();
-            let answer = limiter.check(&key, at);
-            let took = started.elapsed();
-            if took > TIMEOUT + MARGIN {
-                problems.push(format!(
-                    "{} took {took:?} with the key's master dead, past the timeout of {TIMEOUT:?}",
-                    call(&key, at)
-                ));
-            }
-            if answer != policy {
-                problems.push(format!(
-                    "{} answered {} with the key's master dead and no replica yet in its place; \
-                     the failure policy's answer is {} (an error is not an answer from Redis)",
-                    call(&key, at),
-                    describe(&answer),
-                    describe(&policy)
-                ));
-            }
-            rows.push(Row {
-                phase: "master dead",
-                key: key.clone(),
+            let at = run.next();
+            run.policy_call(
+                "master dead",
+                "with the key's master dead and no replica yet in its place",
+                &key,
                 at,
-                answer: Ok(answer),
-                want: describe(&policy),
-            });
+            );
         }
         let promoted = cluster
             .await_failover(slot, killed)
@@ -246,35 +338,10 @@ impl AsyncLesson {
         // The client learns of the new master within a few calls: a new
         // key of a slot the promoted replica serves each time, answered by
         // the policy until then.
-        let mut back = false;
-        for probe in on_its_master(&cluster, promoted, 20) {
-            let at = next();
-            let answer = limiter.check(&probe, at);
-            rows.push(Row {
-                phase: "after the failover",
-                key: probe.clone(),
-                at,
-                answer: Ok(answer),
-                want: format!(
-                    "{} (or the policy's, until the client learns)",
-                    describe(&fresh)
-                ),
-            });
-            if answer == fresh {
-                back = true;
-                break;
-            }
-            if answer != policy {
-                problems.push(format!(
-                    "{} answered {}: neither Redis's answer nor the policy's",
-                    call(&probe, at),
-                    describe(&answer)
-                ));
-                break;
-            }
-        }
+        let back =
+            run.until_redis_answers("after the failover", on_its_master(&cluster, promoted, 20));
         if !back {
-            problems.push(format!(
+            run.problems.push(format!(
                 "after master {} failed over to its replica (now master {}), 20 calls for new \
                  keys still got the failure policy's answer: the limiter never went back to \
                  Redis. A cluster client refreshes its slot map after an error; a connection \
@@ -284,7 +351,7 @@ impl AsyncLesson {
             ));
         }
         // After: answers of a limiter that saw the first `kept` requests.
-        let after: Vec<Timestamp> = (0..LIMIT + 1).map(|_| next()).collect();
+        let after: Vec<Timestamp> = (0..LIMIT + 1).map(|_| run.next()).collect();
         let answers: Vec<Decision> = after.iter().map(|&at| limiter.check(&key, at)).collect();
         let kept = (0..=before.len()).rev().find(|&kept| {
             let mut m = kind.algorithm().model(config);
@@ -297,7 +364,7 @@ impl AsyncLesson {
                 .all(|(at, a)| m.decide(&key, at.as_nanos()) == *a)
         });
         for (at, answer) in after.iter().zip(&answers) {
-            rows.push(Row {
+            run.rows.push(Row {
                 phase: "the key, after",
                 key: key.clone(),
                 at: *at,
@@ -316,13 +383,13 @@ impl AsyncLesson {
             );
         }
         if back && kept.is_none() {
-            problems.push(format!(
+            run.problems.push(format!(
                 "after the failover, the answers for {key:?} are not those of a limiter that saw \
                  any number of its first {LIMIT} requests: a failover may lose the writes the \
                  replica had not received (the last ones), never more, and never invents any"
             ));
         }
-        if !problems.is_empty() {
+        if !run.problems.is_empty() {
             self.fail(
                 "the check of a failover",
                 format!(
@@ -330,6 +397,119 @@ impl AsyncLesson {
                      {{ retry_after: 7s }}, on a Redis Cluster of three masters with a replica \
                      each; the key's master (master {}) killed mid-run:\n{}\n- {}",
                     killed + 1,
+                    table(&run.rows),
+                    run.problems.join("\n- ")
+                ),
+            );
+        }
+    }
+
+    /// A master that stops covering a slot (`CLUSTER DELSLOTS`) says
+    /// `cluster_state:fail` and answers `CLUSTERDOWN`: each call for a key
+    /// it serves gets the failure policy's answer within the timeout, and
+    /// counts as a fallback decision (reason `cluster_down`, or `timeout`
+    /// when the cluster client retried until the timeout); once the slot
+    /// is back, Redis answers again.
+    pub fn cluster_down_gets_the_policy(&self) {
+        use crate::async_redis::{metric, Reason};
+        use crate::memory::metrics::Recorded;
+        let (cluster, settings) = own_cluster();
+        let kind = RuleKind::FixedWindow;
+        let key = "d".to_string();
+        let slot = key_slot(settings.key(&key, "x").as_bytes());
+        let recorder = Recorded::default();
+        let mut back = false;
+        let mut master = 0;
+        let (rows, mut problems) = metrics::with_local_recorder(&recorder, || {
+            let limiter: Arc<dyn Limiter> = blocking(
+                self.tested().build,
+                kind.rule(LIMIT, HOUR),
+                settings.clone(),
+            )
+            .unwrap_or_else(|e| panic!("new returned Err({e:?})"));
+            let mut run = Run::new(&*limiter);
+            // Warm: connected, the script loaded (bounded).
+            if !run.warmed() {
+                run.problems.push(
+                    "before the slot was taken away, 10 calls for new keys never got Redis's \
+                     answer (allowed, 3 remaining) on a healthy cluster"
+                        .to_string(),
+                );
+                return (run.rows, run.problems);
+            }
+            master = cluster
+                .take_slot_away(slot)
+                .unwrap_or_else(|e| panic!("{e}"));
+            for _ in 0..3 {
+                let at = run.next();
+                run.policy_call(
+                    "the slot unserved",
+                    "while the key's master answered CLUSTERDOWN",
+                    &key,
+                    at,
+                );
+            }
+            cluster
+                .give_slot_back(slot, master)
+                .unwrap_or_else(|e| panic!("{e}"));
+            back = run.until_redis_answers(
+                "the slot served again",
+                std::iter::repeat_n(key.clone(), 20),
+            );
+            (run.rows, run.problems)
+        });
+        if problems.is_empty() && !back {
+            problems.push(
+                "after the slot was served again, 20 calls still got the failure policy's \
+                 answer: the limiter never went back to Redis"
+                    .to_string(),
+            );
+        }
+        // Every call with the cluster down was a fallback decision, counted
+        // as `cluster_down` (or `timeout`, when the client retried until
+        // the timeout); the calls after it as many as got the policy.
+        let counted = recorder.read();
+        let fallbacks = |reason: Reason| {
+            let series = crate::memory::metrics::series(
+                metric::FALLBACKS,
+                &[
+                    (metric::POLICY, settings.local.policy.as_str()),
+                    (metric::REASON, reason.label()),
+                ],
+            );
+            counted
+                .get(&series)
+                .map_or(0, |v| f64::from_bits(v.0) as u64)
+        };
+        let policy = Decision::Denied {
+            retry_after: RETRY_AFTER,
+        };
+        let by_policy = rows.iter().filter(|r| r.answer == Ok(policy)).count() as u64;
+        let (down_counted, timeouts) = (fallbacks(Reason::ClusterDown), fallbacks(Reason::Timeout));
+        let others: u64 = Reason::ALL
+            .iter()
+            .filter(|r| !matches!(r, Reason::ClusterDown | Reason::Timeout))
+            .map(|&r| fallbacks(r))
+            .sum();
+        if problems.is_empty() && (down_counted + timeouts != by_policy || others > 0) {
+            problems.push(format!(
+                "{by_policy} calls got the failure policy's answer (3 with the cluster down); \
+                 {} counts {down_counted} with reason `cluster_down`, {timeouts} with \
+                 `timeout` and {others} with another reason. Each fallback decision counts \
+                 once, by `Reason::of(&error)` (a `CLUSTERDOWN` reply is `cluster_down`), or \
+                 `timeout` if your timeout ran out first",
+                metric::FALLBACKS
+            ));
+        }
+        if !problems.is_empty() {
+            self.fail(
+                "the check of a cluster that is down",
+                format!(
+                    "a fixed window of {LIMIT} per hour, timeout {TIMEOUT:?}, on_failure Closed \
+                     {{ retry_after: 7s }}, on a Redis Cluster of three masters; slot {slot} \
+                     (the key's) taken from master {} (`CLUSTER DELSLOTS`), which then answers \
+                     `CLUSTERDOWN`, then given back:\n{}\n- {}",
+                    master + 1,
                     table(&rows),
                     problems.join("\n- ")
                 ),

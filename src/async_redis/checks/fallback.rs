@@ -13,6 +13,7 @@ use crate::memory::metrics::{
     expected_metrics, f64Bits, same_series, series, show_metrics, Contract, Metrics, Recorded,
 };
 use crate::memory::model::BoundedModel;
+use crate::redis::checks::faults::admin;
 use crate::redis::drive::{settings_at, RuleKind, RULES};
 use crate::redis::server::{free_port, RedisServer};
 use crate::render::call;
@@ -257,17 +258,6 @@ impl AsyncLesson {
             );
         }
     }
-}
-
-/// Runs an administrator's command on `server`.
-fn admin(server: &RedisServer, args: &[&str]) {
-    let mut command = redis::cmd(args[0]);
-    for a in &args[1..] {
-        command.arg(*a);
-    }
-    let _: () = command
-        .query(&mut server.admin())
-        .unwrap_or_else(|e| panic!("{args:?} on the test's server: {e}"));
 }
 
 /// The bounded check's calls: six keys for a store of three, at times that

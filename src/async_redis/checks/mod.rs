@@ -11,12 +11,14 @@
 //! and holds replies back), `runtime` (a call never blocks the runtime,
 //! calls share one connection), `fallback` (the local store is lesson 09's,
 //! the fallback's decisions counted by reason), `cluster` (a slot that
-//! moves, a master that fails over, a cluster that goes down).
+//! moves, a master that fails over, a cluster that goes down), `stack`
+//! (three app server processes serving the whole stack, one limit).
 
 mod cluster;
 mod fallback;
 mod relay;
 mod runtime;
+mod stack;
 
 use std::ops::Deref;
 use std::time::Duration;

@@ -22,7 +22,7 @@ fn keys_under(server: &RedisServer, prefix: &str) -> Vec<String> {
 }
 
 /// Runs an administrator's command on `server`.
-fn admin(server: &RedisServer, args: &[&str]) {
+pub(crate) fn admin(server: &RedisServer, args: &[&str]) {
     let mut command = redis::cmd(args[0]);
     for a in &args[1..] {
         command.arg(*a);

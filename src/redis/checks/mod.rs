@@ -16,7 +16,7 @@
 
 mod clock;
 mod draw;
-mod faults;
+pub(crate) mod faults;
 mod keys;
 mod races;
 
