@@ -118,11 +118,13 @@ pub(crate) fn same_series(want: &Metrics, got: &Metrics, contract: Contract) -> 
         }
     }
     let zero = |v: &f64Bits| f64::from_bits(v.0) == 0.0;
-    let got: Metrics = got
-        .iter()
-        .filter(|(_, v)| !zero(v))
-        .map(|(k, v)| (k.clone(), *v))
-        .collect();
+    let nonzero = |m: &Metrics| -> Metrics {
+        m.iter()
+            .filter(|(_, v)| !zero(v))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    };
+    let (want, got) = (&nonzero(want), nonzero(got));
     if let Some(extra) = got.keys().find(|k| !want.contains_key(*k)) {
         return Err(format!(
             "the series {extra} reads {:?}; the contract expects no such series yet (or 0). \

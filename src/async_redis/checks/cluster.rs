@@ -111,8 +111,16 @@ impl<'a> Run<'a> {
     /// timeout).
     fn warmed(&mut self) -> bool {
         (0..10).any(|i| {
-            let at = self.next();
-            self.limiter.check(&format!("warm{i}"), at) == self.fresh
+            let (key, at) = (format!("warm{i}"), self.next());
+            let answer = self.limiter.check(&key, at);
+            self.rows.push(Row {
+                phase: "warming up",
+                key,
+                at,
+                answer: Ok(answer),
+                want: describe(&self.fresh),
+            });
+            answer == self.fresh
         })
     }
 
@@ -493,8 +501,9 @@ impl AsyncLesson {
             .sum();
         if problems.is_empty() && (down_counted + timeouts != by_policy || others > 0) {
             problems.push(format!(
-                "{by_policy} calls got the failure policy's answer (3 with the cluster down); \
-                 {} counts {down_counted} with reason `cluster_down`, {timeouts} with \
+                "the answers are right, the metrics are not (`fault::fallback_decisions_counted_by_reason` \
+                 checks them alone): {by_policy} calls got the failure policy's answer (3 with \
+                 the cluster down); {} counts {down_counted} with reason `cluster_down`, {timeouts} with \
                  `timeout` and {others} with another reason. Each fallback decision counts \
                  once, by `Reason::of(&error)` (a `CLUSTERDOWN` reply is `cluster_down`), or \
                  `timeout` if your timeout ran out first",

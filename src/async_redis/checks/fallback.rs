@@ -70,19 +70,43 @@ impl AsyncLesson {
 
     /// Redis refuses every connection and the policy is `Local`: every
     /// answer is lesson 09's bounded store's (at most 3 keys, a new key
-    /// denied when it is full), for each rule, and the metrics say so.
+    /// denied when it is full, or admitted untracked for the sliding log's
+    /// `Overflow::Admit`), for each rule, and the metrics say so. A store
+    /// of no keys is refused (`ZeroKeys`).
     pub fn the_local_fallback_is_bounded(&self) {
         // A port nothing listens on: every connection is refused at once.
         let port = free_port().unwrap_or_else(|e| panic!("no free loopback port: {e}"));
         let url = format!("redis://127.0.0.1:{port}/");
         let (limit, period) = (2, Duration::from_secs(1));
+        let rule = RuleKind::FixedWindow.rule(limit, period);
+        let built = {
+            let runtime = runtime();
+            let _inside = runtime.enter();
+            (self.tested().build)(rule, settings(&url, OnFailure::Local, 0)).map(|_| ())
+        };
+        if built != Err(crate::decision::ConfigError::ZeroKeys) {
+            self.fail(
+                "the check of the local fallback",
+                format!(
+                    "new({rule:?}, settings) with settings.local.max_keys = 0 returned \
+                     {built:?}; a store that may hold no key is lesson 09's ZeroKeys \
+                     (`LocalLimiter::new` returns it: build the store in `new`, and pass its \
+                     error on)"
+                ),
+            );
+        }
         for kind in RULES {
-            let settings = settings(&url, OnFailure::Local, MAX_KEYS);
+            let mut settings = settings(&url, OnFailure::Local, MAX_KEYS);
+            if kind == RuleKind::SlidingLog {
+                settings.local.overflow = Overflow::Admit;
+            }
             let bounds = settings.local.clone();
             let rule = kind.rule(limit, period);
             let runtime = runtime();
-            let mut model =
-                BoundedModel::of(kind.algorithm().model(Config { limit, period }), bounds);
+            let mut model = BoundedModel::of(
+                kind.algorithm().model(Config { limit, period }),
+                bounds.clone(),
+            );
             let recorder = Recorded::default();
             let mut history = Vec::new();
             let calls = calls();
@@ -108,12 +132,14 @@ impl AsyncLesson {
                         {
                             format!(
                                 " The store already held {MAX_KEYS} keys, none of them fresh \
-                                 yet, so a new key gets the overflow answer: the fallback must \
+                                 yet, so a new key gets the overflow answer ({:?}, untracked): \
+                                 the fallback must \
                                  hold at most `settings.local.max_keys` keys. Build it once, as \
                                  `LocalLimiter::new(&rule, settings.local.clone())` from \
                                  `kata::async_redis` (lesson 09's store), not lesson 08's \
                                  unbounded one: an app server cut off from Redis would \
-                                 otherwise keep a key for every client it sees."
+                                 otherwise keep a key for every client it sees.",
+                                bounds.overflow
                             )
                         } else {
                             String::new()
@@ -122,11 +148,12 @@ impl AsyncLesson {
                             "the check of the local fallback",
                             format!(
                                 "{}, on_failure Local, local bounds max_keys {MAX_KEYS} with \
-                                 Overflow::Deny, and nothing listening at {url} (every \
+                                 Overflow::{:?}, and nothing listening at {url} (every \
                                  connection refused). Call {} answered {}; lesson 09's bounded \
                                  store answers {}.{why}\nThe calls so far, with the store's \
                                  answers:\n{}",
                                 kind.name(),
+                                bounds.overflow,
                                 i + 1,
                                 describe(&got),
                                 describe(&want),
@@ -136,17 +163,46 @@ impl AsyncLesson {
                     }
                 }
             });
+            // Each call's reason is `connection_refused`, or `timeout` for a
+            // client that retries a refused connection until the timeout
+            // (`ConnectionManager`): either, as long as they add up.
+            let got = recorder.read();
             let mut want = expected_metrics(POLICY, &model.counts);
-            add(
-                &mut want,
-                metric::FALLBACKS,
-                &[
-                    (metric::POLICY, POLICY),
-                    (metric::REASON, Reason::ConnectionRefused.label()),
-                ],
-                n,
-            );
-            if let Err(e) = same_series(&want, &recorder.read(), LESSON_10) {
+            let fallbacks = |reason: Reason| {
+                series(
+                    metric::FALLBACKS,
+                    &[(metric::POLICY, POLICY), (metric::REASON, reason.label())],
+                )
+            };
+            let read = |reason| {
+                got.get(&fallbacks(reason))
+                    .map_or(0, |v| f64::from_bits(v.0) as u64)
+            };
+            let (refused, timeouts) = (read(Reason::ConnectionRefused), read(Reason::Timeout));
+            if refused + timeouts == n {
+                for (reason, count) in [
+                    (Reason::ConnectionRefused, refused),
+                    (Reason::Timeout, timeouts),
+                ] {
+                    add(
+                        &mut want,
+                        metric::FALLBACKS,
+                        &[(metric::POLICY, POLICY), (metric::REASON, reason.label())],
+                        count,
+                    );
+                }
+            } else {
+                add(
+                    &mut want,
+                    metric::FALLBACKS,
+                    &[
+                        (metric::POLICY, POLICY),
+                        (metric::REASON, Reason::ConnectionRefused.label()),
+                    ],
+                    n,
+                );
+            }
+            if let Err(e) = same_series(&want, &got, LESSON_10) {
                 self.fail(
                     "the check of the local fallback's metrics",
                     format!(
@@ -164,9 +220,9 @@ impl AsyncLesson {
         }
     }
 
-    /// A healthy server, then paused, then out of memory: each call is
-    /// counted by its outcome, and each of the policy's by why (`timeout`,
-    /// `error_reply`).
+    /// A healthy server, then paused, out of memory, and a replica whose
+    /// master is down: each call is counted by its outcome, and each of the
+    /// policy's by why (`timeout`, `error_reply`, `cluster_down`).
     pub fn fallback_decisions_are_counted_by_reason(&self) {
         let server = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
         let retry_after = Duration::from_secs(1);
@@ -177,9 +233,22 @@ impl AsyncLesson {
         let recorder = Recorded::default();
         let mut want = Metrics::new();
         let mut rows = Vec::new();
-        let mut t = 0;
+        let mut t = 100;
         metrics::with_local_recorder(&recorder, || {
             let limiter = self.build_in(&runtime, rule, settings);
+            // Warm: connected, the script loaded (bounded: a loaded machine
+            // may miss the first timeout); what it recorded is the baseline.
+            let warm = (0..10).any(|i| {
+                let at = Timestamp::from_secs(i);
+                runtime.block_on(limiter.check("warm", at)).is_allowed()
+            });
+            if !warm {
+                self.fail(
+                    "the check of the fallback's metrics",
+                    "with Redis healthy, 10 calls never got Redis's answer (allowed)".into(),
+                );
+            }
+            want = recorder.read();
             let mut calls = |phase: &str, n: usize, reason: Option<Reason>| {
                 for _ in 0..n {
                     t += 1;
@@ -240,6 +309,25 @@ impl AsyncLesson {
             calls("out of memory (OOM replies)", 2, Some(Reason::ErrorReply));
             admin(&server, &["CONFIG", "SET", "maxmemory", "0"]);
             calls("memory back", 1, None);
+            // A replica whose master is gone, told not to serve stale data:
+            // every command gets `MASTERDOWN`.
+            let port = free_port().unwrap_or_else(|e| panic!("no free loopback port: {e}"));
+            admin(
+                &server,
+                &["CONFIG", "SET", "replica-serve-stale-data", "no"],
+            );
+            admin(&server, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
+            calls(
+                "master down (MASTERDOWN replies)",
+                2,
+                Some(Reason::ClusterDown),
+            );
+            admin(&server, &["REPLICAOF", "NO", "ONE"]);
+            admin(
+                &server,
+                &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
+            );
+            calls("a master again", 1, None);
         });
         if let Err(e) = same_series(&want, &recorder.read(), LESSON_10) {
             self.fail(

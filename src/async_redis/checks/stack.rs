@@ -35,8 +35,9 @@ const NOW: &str = "x-kata-now";
 const LIMIT: u64 = 5;
 const WINDOW: Duration = Duration::from_secs(10);
 const TIMEOUT: Duration = Duration::from_millis(300);
-/// What a request may take past the timeout with Redis paused.
-const MARGIN: Duration = Duration::from_millis(400);
+/// What a request may take past the timeout with Redis paused: less than
+/// one more timeout, so that requests waiting for each other show.
+const MARGIN: Duration = Duration::from_millis(500);
 /// Requests sent to each app server at once while Redis is paused.
 const AT_ONCE: usize = 4;
 
@@ -94,10 +95,19 @@ fn start(
             runtime.block_on(async move {
                 let clock = ManualClock::new(Timestamp::ZERO);
                 let hello = axum::Router::new().fallback(|| async { "hello\n" });
-                let router = match (v.stack)(hello, rule, settings, policy, clock.clone()) {
-                    Ok(router) => router,
-                    Err(e) => {
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    (v.stack)(hello, rule, settings, policy, clock.clone())
+                }));
+                let router = match built {
+                    Ok(Ok(router)) => router,
+                    Ok(Err(e)) => {
                         let _ = tx.send(Err(e));
+                        return;
+                    }
+                    Err(_) => {
+                        let text = crate::watchdog::take_panic()
+                            .unwrap_or_else(|| "a panic without a message".into());
+                        let _ = tx.send(Err(format!("building the stack panicked: {text}")));
                         return;
                     }
                 };
@@ -135,8 +145,16 @@ fn start(
             })
         });
     });
-    rx.recv_timeout(time_limit())
-        .map_err(|_| "the app server did not start listening".to_string())?
+    match rx.recv_timeout(time_limit()) {
+        Ok(listening) => listening,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+            "the app server did not listen within {} s",
+            time_limit().as_secs()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err("the app server's thread ended before it listened".into())
+        }
+    }
 }
 
 /// A recorder's series, one per line: `name{labels} value`.
@@ -159,13 +177,14 @@ fn parse(text: &str) -> Result<Metrics, String> {
 
 // ----------------------------------------------------------- in the check
 
-/// One request of the check and what became of it.
+/// One request of the check and what became of it (`want`: `None` for a
+/// request whose answer is not judged).
 struct Row {
     phase: &'static str,
     server: usize,
     at: Timestamp,
     got: Result<(StatusCode, String, Duration), String>,
-    want: StatusCode,
+    want: Option<StatusCode>,
 }
 
 fn table(rows: &[Row]) -> String {
@@ -180,26 +199,29 @@ fn table(rows: &[Row]) -> String {
                 ),
                 Err(e) => e.clone(),
             };
+            let want = r.want.map_or("any".to_string(), |w| w.as_u16().to_string());
             format!(
-                "  {:>2}. {:<22} app server {} at {:>5.1} s: {got:<44} wanted {}",
+                "  {:>2}. {:<22} app server {} at {:>5.1} s: {got:<44} wanted {want}",
                 i + 1,
                 r.phase,
                 r.server + 1,
-                r.at.as_nanos() as f64 / 1e9,
-                r.want.as_u16()
+                r.at.as_nanos() as f64 / 1e9
             )
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-/// A GET of `url` at `at` (the app server's clock): status, `RateLimit`
-/// header, how long it took.
+/// What the check's client answers with: a status, the `RateLimit` header,
+/// how long it took, the body.
+type Answer = (StatusCode, String, Duration, String);
+
+/// A GET of `url` at `at` (the app server's clock).
 async fn get(
     client: &Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
     url: &str,
     at: Option<Timestamp>,
-) -> Result<(StatusCode, String, Duration, String), String> {
+) -> Result<Answer, String> {
     let mut req = Request::get(url);
     if let Some(at) = at {
         req = req.header(NOW, at.as_nanos().to_string());
@@ -209,7 +231,12 @@ async fn get(
     let res = tokio::time::timeout(time_limit(), client.request(req))
         .await
         .map_err(|_| format!("no answer within {} s", time_limit().as_secs()))?
-        .map_err(|e| format!("the request failed: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "the request failed ({e}): the app server closed the connection, as when the \
+                 layer or the limiter panics while answering"
+            )
+        })?;
     let status = res.status();
     let ratelimit = res
         .headers()
@@ -229,6 +256,55 @@ async fn get(
         started.elapsed(),
         String::from_utf8_lossy(&body).into_owned(),
     ))
+}
+
+/// The check's one client, the app servers' URLs, and what it saw.
+struct Service {
+    runtime: tokio::runtime::Runtime,
+    client: Client<hyper_util::client::legacy::connect::HttpConnector, Body>,
+    urls: Vec<String>,
+    rows: Vec<Row>,
+}
+
+impl Service {
+    /// One request to app server `server` at `at`, its row kept; the
+    /// status, or why there was none.
+    fn request(
+        &mut self,
+        phase: &'static str,
+        server: usize,
+        at: Timestamp,
+        want: Option<StatusCode>,
+    ) -> Result<StatusCode, String> {
+        let got = self
+            .runtime
+            .block_on(get(&self.client, &self.urls[server], Some(at)))
+            .map(|(s, r, took, _)| (s, r, took));
+        let status = got.as_ref().map(|(s, _, _)| *s).map_err(Clone::clone);
+        self.rows.push(Row {
+            phase,
+            server,
+            at,
+            got,
+            want,
+        });
+        status
+    }
+
+    /// What app server `server` recorded, from its `/metrics`.
+    fn metrics(&self, server: usize) -> Result<Metrics, String> {
+        let url = format!("{}metrics", self.urls[server]);
+        let (_, _, _, body) = self.runtime.block_on(get(&self.client, &url, None))?;
+        parse(&body)
+    }
+}
+
+fn status(allowed: bool) -> StatusCode {
+    if allowed {
+        StatusCode::OK
+    } else {
+        StatusCode::TOO_MANY_REQUESTS
+    }
 }
 
 impl AsyncLesson {
@@ -252,7 +328,7 @@ impl AsyncLesson {
     /// without one waiting for another; then Redis answers again; and each
     /// process's `/metrics` counts its decisions, the fallback's by reason.
     pub fn three_app_servers_keep_one_limit(&self) {
-        let server = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
+        let redis = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
         let kind = RuleKind::FixedWindow;
         let policy = format!("stack-{}", next_id());
         let line = format!(
@@ -260,10 +336,19 @@ impl AsyncLesson {
             hex(self.tested().file),
             kind.index_in(&RULES),
             WINDOW.as_nanos(),
-            hex(&server.url()),
+            hex(&redis.url()),
             hex(&format!("kata:{}:", next_id())),
             TIMEOUT.as_nanos(),
             hex(&policy)
+        );
+        let what = "the check of three app servers";
+        let setting = format!(
+            "three app server processes, each the file's AsyncRateLimitLayer over its \
+             AsyncRedisLimiter (a fixed window of {LIMIT} per {} s, timeout {} ms, on failure \
+             Closed {{ retry_after: 1s }}) on one current-thread runtime, all on one Redis; one \
+             client",
+            WINDOW.as_secs(),
+            TIMEOUT.as_millis()
         );
         let urls: Vec<String> = (0..SERVERS)
             .map(|i| {
@@ -271,7 +356,7 @@ impl AsyncLesson {
                 match answer.split_once(' ') {
                     Some(("ok", url)) => url.to_string(),
                     _ => self.fail(
-                        "the check of three app servers",
+                        what,
                         format!(
                             "app server process {} could not serve the stack: {}",
                             i + 1,
@@ -281,87 +366,106 @@ impl AsyncLesson {
                 }
             })
             .collect();
-        let client_runtime = tokio::runtime::Builder::new_multi_thread()
+        let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .unwrap_or_else(|e| panic!("cannot start a tokio runtime: {e}"));
-        let client: Client<_, Body> = {
-            let _inside = client_runtime.enter();
+        let client = {
+            let _inside = runtime.enter();
             Client::builder(TokioExecutor::new()).build_http()
         };
-        let mut model = kind.algorithm().model(Config {
-            limit: LIMIT,
-            period: WINDOW,
-        });
-        let mut rows: Vec<Row> = Vec::new();
+        let mut service = Service {
+            runtime,
+            client,
+            urls,
+            rows: Vec::new(),
+        };
         let mut problems: Vec<String> = Vec::new();
-        let mut want: Vec<Metrics> = vec![Metrics::new(); SERVERS];
-        let count = |want: &mut Vec<Metrics>, server: usize, status: StatusCode| {
+        let stop = |service: &Service, problem: String| -> ! {
+            self.fail(
+                what,
+                format!("{setting}:\n{}\n- {problem}", table(&service.rows)),
+            )
+        };
+        // Warm: each app server connected and its script loaded, in a window
+        // of its own, not judged; what it recorded is each one's baseline.
+        for server in 0..SERVERS {
+            if let Err(e) = service.request("warming up", server, Timestamp::ZERO, None) {
+                stop(&service, format!("app server {}: {e}", server + 1));
+            }
+        }
+        let mut want: Vec<Metrics> = (0..SERVERS)
+            .map(|server| {
+                service.metrics(server).unwrap_or_else(|e| {
+                    stop(
+                        &service,
+                        format!("app server {}'s /metrics: {e}", server + 1),
+                    )
+                })
+            })
+            .collect();
+        let count = |want: &mut Metrics, status: StatusCode| {
             let outcome = if status == StatusCode::OK {
                 metric::ALLOWED
             } else {
                 metric::DENIED
             };
-            add(
-                &mut want[server],
-                metric::DECISIONS,
-                &[(metric::POLICY, &policy), (metric::OUTCOME, outcome)],
-                1,
-            );
+            let labels = [
+                (metric::POLICY, policy.as_str()),
+                (metric::OUTCOME, outcome),
+            ];
+            add(want, metric::DECISIONS, &labels, 1);
         };
-        let status = |allowed: bool| {
-            if allowed {
-                StatusCode::OK
-            } else {
-                StatusCode::TOO_MANY_REQUESTS
-            }
-        };
-        // One limit: a request every 1.5 s, round robin, over three windows.
+        let mut model = kind.algorithm().model(Config {
+            limit: LIMIT,
+            period: WINDOW,
+        });
         let mut n = 0;
-        let mut one_by_one =
-            |phase: &'static str, at: Timestamp, rows: &mut Vec<Row>, want: &mut Vec<Metrics>| {
+        // One limit: round robin, a request every 1.5 s over three windows,
+        // then (after Redis was paused) six in a fourth.
+        let mut one_limit =
+            |service: &mut Service, want: &mut Vec<Metrics>, phase, at: Timestamp| {
                 let server = n % SERVERS;
                 n += 1;
                 let wanted = status(model.decide("the client", at.as_nanos()).is_allowed());
-                let got = client_runtime
-                    .block_on(get(&client, &urls[server], Some(at)))
-                    .map(|(s, r, took, _)| (s, r, took));
-                count(want, server, wanted);
-                let right = matches!(&got, Ok((s, _, _)) if *s == wanted);
-                rows.push(Row {
-                    phase,
-                    server,
-                    at,
-                    got,
-                    want: wanted,
-                });
-                right
+                count(&mut want[server], wanted);
+                let got = service
+                    .request(phase, server, at, Some(wanted))
+                    .unwrap_or_else(|e| stop(service, format!("app server {}: {e}", server + 1)));
+                (got == wanted).then_some(()).ok_or((got, wanted))
             };
         let mut first_wrong = None;
         for i in 0..15u64 {
-            let at = Timestamp::from_millis(i * 1500);
-            if !one_by_one("one client", at, &mut rows, &mut want) && first_wrong.is_none() {
-                first_wrong = Some(rows.len());
+            let at = Timestamp::from_millis(10_000 + i * 1500);
+            if let Err(wrong) = one_limit(&mut service, &mut want, "one client", at) {
+                first_wrong = first_wrong.or(Some((service.rows.len(), wrong)));
             }
         }
-        if let Some(i) = first_wrong {
-            problems.push(format!(
-                "request {i} is not the answer of one limit of {LIMIT} per {} s for the whole \
-                 service. Three processes share nothing but Redis: a key, a count or a clock \
-                 that differs by process (a process id, a host name, a counter in memory) \
-                 makes each app server keep a limit of its own",
+        match first_wrong {
+            Some((i, (got, _))) if got == StatusCode::OK => problems.push(format!(
+                "request {i} was allowed where one limit of {LIMIT} per {} s for the whole \
+                 service denies it. Three processes share nothing but Redis: a key, a count \
+                 or a clock that differs by process (a process id, a host name, a counter in \
+                 memory) makes each app server keep a limit of its own",
                 WINDOW.as_secs()
-            ));
+            )),
+            Some((i, (got, wanted))) => problems.push(format!(
+                "request {i} got {got} where one limit answers {wanted}: a 429 from the \
+                 failure policy (Redis did not answer within {} ms), or a request counted more \
+                 than once",
+                TIMEOUT.as_millis()
+            )),
+            None => {}
         }
         // Redis paused: every app server gets AT_ONCE requests at once.
-        server.pause();
-        let paused_at = Timestamp::from_secs(25);
-        let answers = client_runtime.block_on(async {
+        redis.pause();
+        let paused_at = Timestamp::from_secs(35);
+        let answers = service.runtime.block_on(async {
             let mut set = tokio::task::JoinSet::new();
-            for (server, url) in urls.iter().enumerate() {
+            for (server, url) in service.urls.iter().enumerate() {
                 for _ in 0..AT_ONCE {
-                    let (client, url) = (client.clone(), url.clone());
+                    let (client, url) = (service.client.clone(), url.clone());
                     set.spawn(async move { (server, get(&client, &url, Some(paused_at)).await) });
                 }
             }
@@ -372,21 +476,27 @@ impl AsyncLesson {
             all.sort_by_key(|(server, _)| *server);
             all
         });
-        server.resume();
+        redis.resume();
+        // Past the scripts the paused server had queued: they ran before
+        // this answer, so none counts in the next window.
+        crate::redis::checks::faults::admin(&redis, &["PING"]);
         let (mut slow, mut slowest) = (Vec::new(), Duration::ZERO);
+        let denied = StatusCode::TOO_MANY_REQUESTS;
         for (server, got) in answers {
             let got = got.map(|(s, r, took, _)| (s, r, took));
             match &got {
                 Ok((s, _, took)) => {
-                    if *s != StatusCode::TOO_MANY_REQUESTS {
+                    if *s != denied {
                         problems.push(format!(
                             "with Redis paused, app server {} answered {s}; the failure policy \
                              (Closed) answers 429",
                             server + 1
                         ));
                     }
-                    if *took > TIMEOUT + MARGIN && !slow.contains(&(server + 1)) {
-                        slow.push(server + 1);
+                    if *took > TIMEOUT + MARGIN {
+                        if !slow.contains(&(server + 1)) {
+                            slow.push(server + 1);
+                        }
                         slowest = slowest.max(*took);
                     }
                 }
@@ -395,22 +505,18 @@ impl AsyncLesson {
                     server + 1
                 )),
             }
-            count(&mut want, server, StatusCode::TOO_MANY_REQUESTS);
-            add(
-                &mut want[server],
-                metric::FALLBACKS,
-                &[
-                    (metric::POLICY, &policy),
-                    (metric::REASON, Reason::Timeout.label()),
-                ],
-                1,
-            );
-            rows.push(Row {
+            count(&mut want[server], denied);
+            let labels = [
+                (metric::POLICY, policy.as_str()),
+                (metric::REASON, Reason::Timeout.label()),
+            ];
+            add(&mut want[server], metric::FALLBACKS, &labels, 1);
+            service.rows.push(Row {
                 phase: "Redis paused",
                 server,
                 at: paused_at,
                 got,
-                want: StatusCode::TOO_MANY_REQUESTS,
+                want: Some(denied),
             });
         }
         if !slow.is_empty() {
@@ -426,8 +532,8 @@ impl AsyncLesson {
         // Redis back, a new window: the answers of one limit again.
         let mut wrong_after = false;
         for i in 0..6u64 {
-            let at = Timestamp::from_millis(30_000 + i * 500);
-            wrong_after |= !one_by_one("Redis resumed", at, &mut rows, &mut want);
+            let at = Timestamp::from_millis(40_000 + i * 500);
+            wrong_after |= one_limit(&mut service, &mut want, "Redis resumed", at).is_err();
         }
         if wrong_after && first_wrong.is_none() {
             problems.push(
@@ -436,14 +542,11 @@ impl AsyncLesson {
                     .to_string(),
             );
         }
-        // Each process's own metrics.
+        // Each process's own metrics: its baseline, and what it answered since.
         if problems.is_empty() {
-            for (server, url) in urls.iter().enumerate() {
-                let read = client_runtime
-                    .block_on(get(&client, &format!("{url}metrics"), None))
-                    .and_then(|(_, _, _, body)| parse(&body));
-                let check = read.and_then(|got| {
-                    same_series(&want[server], &got, LESSON_10)
+            for (server, want) in want.iter().enumerate() {
+                let check = service.metrics(server).and_then(|got| {
+                    same_series(want, &got, LESSON_10)
                         .map_err(|e| format!("{e}\nIt recorded: {}", show_metrics(&got)))
                 });
                 if let Err(e) = check {
@@ -452,21 +555,9 @@ impl AsyncLesson {
                 }
             }
         }
-        client_runtime.shutdown_background();
         if !problems.is_empty() {
-            self.fail(
-                "the check of three app servers",
-                format!(
-                    "three app server processes, each the file's AsyncRateLimitLayer over its \
-                     AsyncRedisLimiter (a fixed window of {LIMIT} per {} s, timeout {} ms, on \
-                     failure Closed {{ retry_after: 1s }}) on one current-thread runtime, all \
-                     on one Redis; one client:\n{}\n- {}",
-                    WINDOW.as_secs(),
-                    TIMEOUT.as_millis(),
-                    table(&rows),
-                    problems.join("\n- ")
-                ),
-            );
+            let problem = problems.join("\n- ");
+            stop(&service, problem);
         }
     }
 }
