@@ -35,6 +35,11 @@ const POLICY: &str = "kata-10";
 /// keys fill it.
 const MAX_KEYS: usize = 3;
 const TIMEOUT: Duration = Duration::from_millis(250);
+/// For a series that reads nothing though the code counts it.
+const STATIC: &str = "(A series that reads nothing though your code counts it: a handle kept \
+                      in a `static` or a `OnceLock` belongs to the recorder in place when it \
+                      was first registered, not to this check's. Register handles per limiter, \
+                      in `new`, or use `metrics::counter!` where you count.)";
 
 /// Adds `n` to a counter series of `want`.
 pub(crate) fn add(want: &mut Metrics, name: &str, labels: &[(&str, &str)], n: u64) {
@@ -116,8 +121,9 @@ impl AsyncLesson {
                 // `new` record to it.
                 let limiter = self.build_in(&runtime, rule, settings);
                 for (i, (key, at)) in calls.iter().enumerate() {
-                    let held = model.held();
+                    let overflows = model.counts.overflows;
                     let want = model.check(key, at.as_nanos(), false);
+                    let overflowed = model.counts.overflows > overflows;
                     let got = runtime.block_on(limiter.check(key, *at));
                     history.push(format!(
                         "  {:>2}. {:<28} {}",
@@ -126,21 +132,28 @@ impl AsyncLesson {
                         describe(&want)
                     ));
                     if got != want {
-                        let why = if got.is_allowed()
-                            && held == MAX_KEYS
-                            && model.fresh_from(key).is_none()
-                        {
+                        let fresh = Decision::Allowed {
+                            remaining: limit - 1,
+                        };
+                        let why = if overflowed && got == fresh {
                             format!(
                                 " The store already held {MAX_KEYS} keys, none of them fresh \
-                                 yet, so a new key gets the overflow answer ({:?}, untracked): \
-                                 the fallback must \
-                                 hold at most `settings.local.max_keys` keys. Build it once, as \
+                                 yet, so a new key gets the overflow answer ({:?}): the \
+                                 fallback must hold at most `settings.local.max_keys` keys, \
+                                 and yours answered as if it had room. Build it once, as \
                                  `LocalLimiter::new(&rule, settings.local.clone())` from \
                                  `kata::async_redis` (lesson 09's store), not lesson 08's \
                                  unbounded one: an app server cut off from Redis would \
                                  otherwise keep a key for every client it sees.",
                                 bounds.overflow
                             )
+                        } else if overflowed {
+                            " The store was full, so this is the overflow answer, which \
+                                 `settings.local.overflow` chooses: Deny answers denied until \
+                                 the first held key is forgotten, Admit answers allowed (0 \
+                                 remaining) and tracks nothing. Build the store from \
+                                 `settings.local` whole, not from bounds of your own."
+                                .to_string()
                         } else {
                             String::new()
                         };
@@ -210,7 +223,7 @@ impl AsyncLesson {
                          answered by the fallback: {e}\nEvery decision counts in {} (by \
                          outcome), and each fallback decision also in {} with the reason \
                          `Reason::of(&error).label()`; `LocalLimiter` records its store's \
-                         series itself.",
+                         series itself. {STATIC}",
                         kind.name(),
                         metric::DECISIONS,
                         metric::FALLBACKS
@@ -227,7 +240,10 @@ impl AsyncLesson {
         let server = RedisServer::start().unwrap_or_else(|e| panic!("{e}"));
         let retry_after = Duration::from_secs(1);
         let settings = settings(&server.url(), OnFailure::Closed { retry_after }, 10_000);
-        let policy = Decision::Denied { retry_after };
+        let open_settings = Settings {
+            on_failure: OnFailure::Open,
+            ..settings.clone()
+        };
         let rule = RuleKind::FixedWindow.rule(100, Duration::from_secs(3600));
         let runtime = runtime();
         let recorder = Recorded::default();
@@ -235,12 +251,16 @@ impl AsyncLesson {
         let mut rows = Vec::new();
         let mut t = 100;
         metrics::with_local_recorder(&recorder, || {
-            let limiter = self.build_in(&runtime, rule, settings);
+            // Two app servers' limiters: one closed on failure, one open.
+            let closed = self.build_in(&runtime, rule, settings);
+            let open = self.build_in(&runtime, rule, open_settings);
             // Warm: connected, the script loaded (bounded: a loaded machine
             // may miss the first timeout); what it recorded is the baseline.
-            let warm = (0..10).any(|i| {
-                let at = Timestamp::from_secs(i);
-                runtime.block_on(limiter.check("warm", at)).is_allowed()
+            let warm = [&closed, &open].iter().all(|limiter| {
+                (0..10).any(|i| {
+                    let at = Timestamp::from_secs(i);
+                    runtime.block_on(limiter.check("warm", at)).is_allowed()
+                })
             });
             if !warm {
                 self.fail(
@@ -249,7 +269,11 @@ impl AsyncLesson {
                 );
             }
             want = recorder.read();
-            let mut calls = |phase: &str, n: usize, reason: Option<Reason>| {
+            let mut calls = |phase: &str, n: usize, reason: Option<Reason>, on_failure| {
+                let (limiter, policy) = match on_failure {
+                    OnFailure::Open => (&open, Decision::Allowed { remaining: 0 }),
+                    _ => (&closed, Decision::Denied { retry_after }),
+                };
                 for _ in 0..n {
                     t += 1;
                     let at = Timestamp::from_secs(t);
@@ -258,11 +282,15 @@ impl AsyncLesson {
                         None => ("Redis's answer, allowed".to_string(), metric::ALLOWED),
                         Some(r) => (
                             format!("{}, counted as {r}", describe(&policy)),
-                            metric::DENIED,
+                            if policy.is_allowed() {
+                                metric::ALLOWED
+                            } else {
+                                metric::DENIED
+                            },
                         ),
                     };
                     rows.push(format!(
-                        "  {phase:<34} {:<28} {:<34} wanted: {wanted}",
+                        "  {phase:<44} {:<28} {:<34} wanted: {wanted}",
                         call("k", at),
                         describe(&got)
                     ));
@@ -275,7 +303,7 @@ impl AsyncLesson {
                             "the check of the fallback's metrics",
                             format!(
                                 "a fixed window of 100 per hour, timeout {TIMEOUT:?}, on_failure \
-                                 Closed {{ retry_after: 1s }}:\n{}",
+                                 Closed {{ retry_after: 1s }} (and Open where it says):\n{}",
                                 rows.join("\n")
                             ),
                         );
@@ -296,19 +324,31 @@ impl AsyncLesson {
                     }
                 }
             };
-            calls("healthy", 2, None);
+            let closed = OnFailure::Closed { retry_after };
+            calls("healthy", 2, None, closed);
             server.pause();
-            calls("paused (SIGSTOP)", 2, Some(Reason::Timeout));
+            calls("paused (SIGSTOP)", 2, Some(Reason::Timeout), closed);
+            calls(
+                "paused, the limiter open on failure",
+                2,
+                Some(Reason::Timeout),
+                OnFailure::Open,
+            );
             server.resume();
-            calls("resumed", 1, None);
+            calls("resumed", 1, None, closed);
             admin(
                 &server,
                 &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
             );
             admin(&server, &["CONFIG", "SET", "maxmemory", "1"]);
-            calls("out of memory (OOM replies)", 2, Some(Reason::ErrorReply));
+            calls(
+                "out of memory (OOM replies)",
+                2,
+                Some(Reason::ErrorReply),
+                closed,
+            );
             admin(&server, &["CONFIG", "SET", "maxmemory", "0"]);
-            calls("memory back", 1, None);
+            calls("memory back", 1, None, closed);
             // A replica whose master is gone, told not to serve stale data:
             // every command gets `MASTERDOWN`.
             let port = free_port().unwrap_or_else(|e| panic!("no free loopback port: {e}"));
@@ -321,23 +361,25 @@ impl AsyncLesson {
                 "master down (MASTERDOWN replies)",
                 2,
                 Some(Reason::ClusterDown),
+                closed,
             );
             admin(&server, &["REPLICAOF", "NO", "ONE"]);
             admin(
                 &server,
                 &["CONFIG", "SET", "replica-serve-stale-data", "yes"],
             );
-            calls("a master again", 1, None);
+            calls("a master again", 1, None, closed);
         });
         if let Err(e) = same_series(&want, &recorder.read(), LESSON_10) {
             self.fail(
                 "the check of the fallback's metrics",
                 format!(
                     "a fixed window of 100 per hour, timeout {TIMEOUT:?}, on_failure Closed \
-                     {{ retry_after: 1s }}, policy label {POLICY:?}; the calls:\n{}\n{e}\nEvery \
+                     {{ retry_after: 1s }} (and Open where it says), policy label {POLICY:?}; the \
+                     calls:\n{}\n{e}\nEvery \
                      answer counts once in {} by its outcome; each of the failure policy's also \
                      once in {} by why Redis did not answer: `Reason::Timeout` when your \
-                     timeout ran out, `Reason::of(&error)` for an error. Want: {}",
+                     timeout ran out, `Reason::of(&error)` for an error. {STATIC} Want: {}",
                     rows.join("\n"),
                     metric::DECISIONS,
                     metric::FALLBACKS,
