@@ -94,9 +94,11 @@ impl AsyncLesson {
                 "the check of the local fallback",
                 format!(
                     "new({rule:?}, settings) with settings.local.max_keys = 0 returned \
-                     {built:?}; a store that may hold no key is lesson 09's ZeroKeys \
-                     (`LocalLimiter::new` returns it: build the store in `new`, and pass its \
-                     error on)"
+                     {built:?}; it must return Err(ZeroKeys): lesson 09's store refuses to hold \
+                     no key. `kata::async_redis::LocalLimiter::new(&rule, settings.local.clone())` \
+                     returns that error: build the fallback's store with it, once, in `new`, and \
+                     pass its error on (lesson 08's `LocalLimiter` takes no bounds: a store \
+                     without a bound)"
                 ),
             );
         }
