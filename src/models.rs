@@ -312,6 +312,15 @@ impl Model {
             });
         }
         log.allowed.push(now);
+        // Every rule looks back at most two periods from the key's latest
+        // instant, which never decreases: older requests are never counted
+        // again, and dropping them keeps a key's log to what its rule can
+        // still see (a store built on the model, as lesson 10's fallback
+        // is, then holds a bounded log per key). The last one stays: it
+        // says when the key becomes fresh.
+        let seen_from = now.saturating_sub(2 * self.period);
+        let unseen = log.allowed.partition_point(|t| *t < seen_from);
+        log.allowed.drain(..unseen.min(log.allowed.len() - 1));
         Decision::Allowed {
             remaining: remaining as u64,
         }
@@ -389,6 +398,27 @@ mod tests {
             .iter()
             .map(|r| model.decide(&r.key, r.now.as_nanos()))
             .collect()
+    }
+
+    #[test]
+    fn a_key_s_log_holds_only_what_its_rule_can_still_see() {
+        let config = Config::new(3, 1_000);
+        for algorithm in [
+            Algorithm::FixedWindow,
+            Algorithm::SlidingLog,
+            Algorithm::SlidingCounter,
+            Algorithm::TokenBucket,
+        ] {
+            let mut model = algorithm.model(config);
+            let allowed = (0..100_000u64)
+                .filter(|i| model.decide("k", i * 100).is_allowed())
+                .count();
+            // 10 ms of requests, 3 per µs (the windows) or 1 per µs (the
+            // bucket's refill) allowed: at least 10,000 of them.
+            assert!(allowed >= 10_000, "{algorithm:?}: {allowed}");
+            let held = model.keys["k"].allowed.len();
+            assert!(held <= 2 * 3 + 1, "{algorithm:?} holds {held} entries");
+        }
     }
 
     #[test]

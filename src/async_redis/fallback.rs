@@ -14,7 +14,9 @@ use crate::timeline::Config;
 
 /// Lesson 09's bounded limiter over one of lesson 08's rules: the store a
 /// `Local` failure policy answers from, so that an app server cut off from
-/// Redis holds at most `bounds.max_keys` keys however many clients it sees.
+/// Redis holds at most `bounds.max_keys` keys however many clients it sees,
+/// and for each key only what its rule can still see (the allowed requests
+/// of its last two periods).
 /// Its answers are lesson 09's (the rule's, answered at the latest instant
 /// given; a new key when the store is full gets the overflow answer), and
 /// it records lesson 09's store metrics (`ratelimit_keys`, evictions,
