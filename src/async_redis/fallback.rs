@@ -39,11 +39,6 @@ impl LocalLimiter {
             store: Mutex::new(BoundedModel::of(model, bounds)),
         })
     }
-
-    /// How many keys the store holds.
-    pub fn keys_held(&self) -> usize {
-        self.store.lock().unwrap_or_else(|e| e.into_inner()).held()
-    }
 }
 
 impl RateLimiter for LocalLimiter {

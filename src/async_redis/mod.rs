@@ -92,7 +92,7 @@ impl Settings {
                 retry_after: Duration::from_secs(1),
             },
             ttl_grace: Duration::from_secs(1),
-            local: Bounds::new("default", 10_000, Overflow::Deny),
+            local: default_local(),
         }
     }
 
@@ -133,6 +133,12 @@ impl Settings {
     }
 }
 
+/// The local store's bounds unless set: 10,000 keys, a new key denied when
+/// full, metrics labelled `policy="default"`.
+fn default_local() -> Bounds {
+    Bounds::new("default", 10_000, Overflow::Deny)
+}
+
 impl From<crate::redis::Settings> for Settings {
     /// Lesson 08's settings, for the checks lesson 10 shares with it: the
     /// same server (by its address) and the same fields.
@@ -144,7 +150,7 @@ impl From<crate::redis::Settings> for Settings {
             timeout: s.timeout,
             on_failure: s.on_failure,
             ttl_grace: s.ttl_grace,
-            local: Settings::on(Redis::Cluster(Vec::new())).local,
+            local: default_local(),
         }
     }
 }
