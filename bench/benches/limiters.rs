@@ -9,17 +9,29 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion};
 use ratelimit_kata_bench::{contenders, keys, Contender};
 
+/// Every contender must do the work of an allowed request: a denied one is
+/// cheaper (no write), and would flatter it.
+fn all_allowed(group: &str, name: &str, denied: u64) {
+    assert_eq!(
+        denied, 0,
+        "{group}/{name}: {denied} decisions were denied; every contender must be measured allowing"
+    );
+}
+
 fn one_hot_key(c: &mut Criterion) {
     let mut group = c.benchmark_group("hot-key");
     let key = keys(1).remove(0);
     for (name, limiter) in contenders() {
-        let mut now = 0u64;
+        let (mut now, mut denied) = (0u64, 0u64);
         group.bench_function(name, |b| {
             b.iter(|| {
                 now += 1;
-                black_box(limiter.decide(black_box(&key), now))
+                let allowed = limiter.decide(black_box(&key), now);
+                denied += u64::from(!allowed);
+                black_box(allowed)
             })
         });
+        all_allowed("hot-key", name, denied);
     }
     group.finish();
 }
@@ -33,15 +45,18 @@ fn round_robin(c: &mut Criterion, group_name: &str, count: usize) {
         for (i, key) in keys.iter().enumerate() {
             limiter.decide(key, i as u64);
         }
-        let (mut i, mut now) = (0usize, count as u64);
+        let (mut i, mut now, mut denied) = (0usize, count as u64, 0u64);
         group.bench_function(name, |b| {
             b.iter(|| {
                 let key = &keys[i];
                 i = if i + 1 == keys.len() { 0 } else { i + 1 };
                 now += 1;
-                black_box(limiter.decide(black_box(key), now))
+                let allowed = limiter.decide(black_box(key), now);
+                denied += u64::from(!allowed);
+                black_box(allowed)
             })
         });
+        all_allowed(group_name, name, denied);
     }
     group.finish();
 }
@@ -75,9 +90,14 @@ fn two_threads(c: &mut Criterion, group_name: &str, count: usize) {
             limiter.decide(key, i as u64);
         }
         let limiter: Arc<dyn Contender> = Arc::from(limiter);
+        // The instants go on from batch to batch: a limiter is never asked
+        // about an instant it has already passed.
+        let (mut base, mut denied) = (count as u64, 0u64);
         group.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 let per_thread = iters / 2 + 1;
+                let first = base;
+                base += 2 * per_thread;
                 let start = Arc::new(Barrier::new(3));
                 let threads: Vec<_> = (0..2u64)
                     .map(|t| {
@@ -88,28 +108,33 @@ fn two_threads(c: &mut Criterion, group_name: &str, count: usize) {
                             let mut k = t as usize * keys.len() / 2;
                             start.wait();
                             let begun = Instant::now();
+                            let mut denied = 0u64;
                             for i in 0..per_thread {
                                 let key = &keys[k];
                                 k = if k + 1 == keys.len() { 0 } else { k + 1 };
-                                black_box(limiter.decide(key, keys.len() as u64 + i * 2 + t));
+                                let allowed = limiter.decide(key, first + i * 2 + t);
+                                denied += u64::from(!allowed);
+                                black_box(allowed);
                             }
-                            (begun.elapsed(), pinned)
+                            (begun.elapsed(), pinned, denied)
                         })
                     })
                     .collect();
                 start.wait();
-                let results: Vec<(Duration, bool)> = threads
+                let results: Vec<(Duration, bool, u64)> = threads
                     .into_iter()
                     .map(|t| t.join().expect("a bench thread"))
                     .collect();
-                if !results.iter().all(|(_, pinned)| *pinned) {
+                if !results.iter().all(|(_, pinned, _)| *pinned) {
                     eprintln!(
-                        "two-threads/{name}: the OS did not pin both threads to separate cores"
+                        "{group_name}/{name}: the OS did not pin both threads to separate cores"
                     );
                 }
-                results.iter().map(|(d, _)| *d).max().unwrap_or_default()
+                denied += results.iter().map(|(_, _, d)| d).sum::<u64>();
+                results.iter().map(|(d, _, _)| *d).max().unwrap_or_default()
             })
         });
+        all_allowed(group_name, name, denied);
     }
     group.finish();
 }

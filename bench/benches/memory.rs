@@ -2,7 +2,8 @@
 //! (20,000 per millisecond) with ten steady keys among them, through
 //! limiters of 2 requests per ms per key:
 //!
-//! - lesson 09's reference, `max_keys = 10_000`, overflow `Deny`;
+//! - lesson 09's reference, `max_keys = 10_000`, overflow `Deny`, and its
+//!   going-further version (`solutions/lesson_09_further.rs`), the same;
 //! - governor 0.10's keyed limiter on its manual clock (`FakeRelativeClock`,
 //!   moved on 50 ns per request), `retain_recent()` every 10,000 requests,
 //!   as governor's documentation suggests (on a timer);
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use kata::memory::{Bounds, Overflow, Rule};
 use kata::{RateLimiter, Timestamp};
-use ratelimit_kata_bench::lesson_09::BoundedLimiter;
+use ratelimit_kata_bench::{lesson_09, lesson_09_further};
 
 /// The harness's counting allocator: the bytes held at any moment.
 #[global_allocator]
@@ -62,17 +63,18 @@ trait Flooded {
     fn keys(&self) -> usize;
 }
 
-struct Bounded(BoundedLimiter);
+/// A lesson 09 limiter, with the way to ask it how many keys it holds.
+struct Bounded<L>(L, fn(&L) -> usize);
 
-impl Flooded for Bounded {
+impl<L: RateLimiter> Flooded for Bounded<L> {
     fn decide(&mut self, key: &String, now: u64) -> bool {
         self.0.check(key, Timestamp::from_nanos(now)).is_allowed()
     }
     fn every_10k(&mut self) -> usize {
-        self.0.keys_held()
+        (self.1)(&self.0)
     }
     fn keys(&self) -> usize {
-        self.0.keys_held()
+        (self.1)(&self.0)
     }
 }
 
@@ -155,20 +157,29 @@ fn main() {
             })
         }
     };
+    let rule = || Rule::TokenBucket {
+        capacity: 2,
+        refill_every: Duration::from_millis(1),
+    };
+    let bounds = || Bounds::new("flood", MAX_KEYS, Overflow::Deny);
     type Make = Box<dyn Fn() -> Box<dyn Flooded>>;
     let rows: Vec<(&str, Make)> = vec![
         (
             "09 reference, max_keys 10_000",
-            Box::new(|| {
+            Box::new(move || {
+                let limiter = lesson_09::BoundedLimiter::new(rule(), bounds())
+                    .expect("a valid configuration");
+                Box::new(Bounded(limiter, lesson_09::BoundedLimiter::keys_held)) as Box<dyn Flooded>
+            }),
+        ),
+        (
+            "09 going further, max_keys 10_000",
+            Box::new(move || {
+                let limiter = lesson_09_further::BoundedLimiter::new(rule(), bounds())
+                    .expect("a valid configuration");
                 Box::new(Bounded(
-                    BoundedLimiter::new(
-                        Rule::TokenBucket {
-                            capacity: 2,
-                            refill_every: Duration::from_millis(1),
-                        },
-                        Bounds::new("flood", MAX_KEYS, Overflow::Deny),
-                    )
-                    .expect("a valid configuration"),
+                    limiter,
+                    lesson_09_further::BoundedLimiter::keys_held,
                 )) as Box<dyn Flooded>
             }),
         ),

@@ -1,5 +1,5 @@
 //! The contenders: every lesson's reference from 02 on, the going-further
-//! GCRA, a naive `Mutex<HashMap>` fixed window, and governor, each behind one
+//! GCRA and bounded limiter, a naive `Mutex<HashMap>` fixed window, and governor, each behind one
 //! small trait so that every benchmark runs the same keys the same way.
 //!
 //! The references are compiled here over plain `std::sync` (not the kata's
@@ -39,9 +39,18 @@ reference!(lesson_06_further, "../../solutions/lesson_06_further.rs");
 reference!(lesson_07, "../../solutions/lesson_07.rs");
 reference!(lesson_08, "../../solutions/lesson_08.rs");
 reference!(lesson_09, "../../solutions/lesson_09.rs");
+reference!(lesson_09_further, "../../solutions/lesson_09_further.rs");
 reference!(lesson_10, "../../solutions/lesson_10.rs");
 
 pub mod layer;
+
+#[cfg(test)]
+mod agreement;
+#[cfg(test)]
+mod growth;
+
+#[cfg(test)]
+mod on_loom;
 
 /// One limiter under measurement. Keys are `String`s because governor's keyed
 /// limiter takes `&String`; every contender gets the very same ones.
@@ -130,14 +139,25 @@ impl Contender for GovernorFakeClock {
     }
 }
 
+/// The limit of every kata limiter here: 2^32 requests per window of
+/// 1,000 ns, or a bucket of 2^32 tokens with one back every nanosecond, as
+/// deep as governor's burst. No stream of one request per nanosecond
+/// reaches it, nor do two threads whose instants drift apart by less than
+/// four billion requests: every decision is an allowed one, as governor's
+/// are, whatever the order the two threads' requests arrive in.
+pub const BUCKET: u64 = 1 << 32;
+
 /// Every contender, named (names safe for file paths: criterion stores its
 /// results under them), configured so that a steady stream of one request
-/// per nanosecond is always allowed: the hot path all of them share, with
-/// bounded state (a sliding log holds at most its limit). Callers advance
-/// `now` by one nanosecond per request.
+/// per nanosecond is always allowed, from one thread or two (each taking
+/// every other instant): the hot path all of them share, with bounded state
+/// (a sliding log holds at most its limit). Callers advance `now` by one
+/// nanosecond per request; the benchmarks fail if any decision is denied.
 pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
     const WINDOW: Duration = Duration::from_nanos(1_000);
-    let burst = NonZeroU32::new(1_000).expect("non-zero");
+    // As deep as the manual clock's: on a real clock, two threads' requests
+    // come in bursts faster than one a nanosecond.
+    let burst = NonZeroU32::new(u32::MAX).expect("non-zero");
     let per_ns = NonZeroU32::new(1_000_000_000).expect("non-zero");
     vec![
         ("governor", Box::new(GovernorFakeClock::new())),
@@ -158,34 +178,35 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
         (
             "02-fixed-window",
             Box::new(Kata(
-                lesson_02::ConcurrentFixedWindow::new(1_000, WINDOW).unwrap(),
+                lesson_02::ConcurrentFixedWindow::new(BUCKET, WINDOW).unwrap(),
             )),
         ),
         (
             "03-sliding-log",
-            Box::new(Kata(lesson_03::SlidingLog::new(1_000, WINDOW).unwrap())),
+            Box::new(Kata(lesson_03::SlidingLog::new(BUCKET, WINDOW).unwrap())),
         ),
         (
-            "04-sliding-counter", // In a steady stream the weighted count sits at exactly L·W: one more
-            // makes room.
-            Box::new(Kata(lesson_04::SlidingCounter::new(1_001, WINDOW).unwrap())),
+            "04-sliding-counter",
+            Box::new(Kata(
+                lesson_04::SlidingCounter::new(BUCKET, WINDOW).unwrap(),
+            )),
         ),
         (
             "05-token-bucket",
             Box::new(Kata(
-                lesson_05::TokenBucket::new(1_000, Duration::from_nanos(1)).unwrap(),
+                lesson_05::TokenBucket::new(BUCKET, Duration::from_nanos(1)).unwrap(),
             )),
         ),
         (
             "06-gcra",
             Box::new(Kata(
-                lesson_06::Gcra::new(1_000, Duration::from_nanos(1)).unwrap(),
+                lesson_06::Gcra::new(BUCKET, Duration::from_nanos(1)).unwrap(),
             )),
         ),
         (
             "06-gcra-further",
             Box::new(Kata(
-                lesson_06_further::Gcra::new(1_000, Duration::from_nanos(1)).unwrap(),
+                lesson_06_further::Gcra::new(BUCKET, Duration::from_nanos(1)).unwrap(),
             )),
         ),
         (
@@ -194,7 +215,20 @@ pub fn contenders() -> Vec<(&'static str, Box<dyn Contender>)> {
             Box::new(Kata(
                 lesson_09::BoundedLimiter::new(
                     kata::memory::Rule::TokenBucket {
-                        capacity: 1_000,
+                        capacity: BUCKET,
+                        refill_every: Duration::from_nanos(1),
+                    },
+                    kata::memory::Bounds::new("bench", 2_000_000, kata::memory::Overflow::Deny),
+                )
+                .unwrap(),
+            )),
+        ),
+        (
+            "09-bounded-further",
+            Box::new(Kata(
+                lesson_09_further::BoundedLimiter::new(
+                    kata::memory::Rule::TokenBucket {
+                        capacity: BUCKET,
                         refill_every: Duration::from_nanos(1),
                     },
                     kata::memory::Bounds::new("bench", 2_000_000, kata::memory::Overflow::Deny),
@@ -215,15 +249,22 @@ pub struct Lesson {
     pub shared: bool,
     pub learner: Build,
     pub reference: Build,
+    /// The going-further solutions (`solutions/lesson_NN_<name>.rs`), by name.
+    pub further: &'static [(&'static str, Build)],
 }
 
 /// Lesson 07, whose subject is a layer: `cargo run -- bench 7`.
 pub struct LayerLesson {
     pub number: u32,
     pub title: &'static str,
-    pub learner: fn() -> Result<layer::Svc, kata::http::PolicyError>,
-    pub reference: fn() -> Result<layer::Svc, kata::http::PolicyError>,
+    pub learner: BuildLayer,
+    pub reference: BuildLayer,
+    /// The going-further solutions (`solutions/lesson_NN_<name>.rs`), by name.
+    pub further: &'static [(&'static str, BuildLayer)],
 }
+
+/// Builds one layer of lesson 07 over the benchmark's service.
+pub type BuildLayer = fn() -> Result<layer::Svc, kata::http::PolicyError>;
 
 /// Builds one contender of a lesson from a limit and a period.
 pub type Build = fn(u64, Duration) -> Result<Box<dyn Contender>, kata::ConfigError>;
