@@ -9,8 +9,11 @@
 //!
 //! It costs little per request: the key is written into a buffer on the
 //! stack (the limiter only borrows it), the response future is a plain enum
-//! rather than a boxed one, header names are constants, and the
-//! `RateLimit-Policy` value is rendered once and shared.
+//! rather than a boxed one, header names are constants, and the header
+//! values are rendered once and shared: `RateLimit-Policy`, and `RateLimit`
+//! for every `remaining` of a quota up to 4,096, so that an allowed request
+//! clones a value (a reference count) instead of allocating one. A larger
+//! `remaining` is built in one allocation of the right size.
 
 use std::fmt::Write as _;
 use std::future::Future;
@@ -35,6 +38,9 @@ const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy")
 const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
+/// The most `RateLimit` values a layer renders ahead.
+const CACHED: u64 = 4_096;
+
 /// The layer: cheap to clone, every clone and every service it makes share
 /// one limiter.
 pub struct RateLimitLayer<L, C> {
@@ -52,6 +58,9 @@ struct Shared<L, C> {
     policy_header: HeaderValue,
     /// `"api";r=`: what every `RateLimit` of an allowed request starts with.
     ratelimit_prefix: Vec<u8>,
+    /// `RateLimit` of an allowed request, rendered once for each `remaining`
+    /// below `min(quota, CACHED)`, at its index.
+    ratelimit_values: Box<[HeaderValue]>,
     /// Whether a missing peer address was reported already.
     reported: AtomicBool,
 }
@@ -94,6 +103,9 @@ impl<L: RateLimiter, C: Clock> RateLimitLayer<L, C> {
             policy.window.as_secs()
         ));
         let ratelimit_prefix = format!("{name};r=").into_bytes();
+        let ratelimit_values = (0..policy.quota.min(CACHED))
+            .map(|remaining| header_value(format!("{name};r={remaining}")))
+            .collect();
         Ok(RateLimitLayer {
             shared: Arc::new(Shared {
                 limiter,
@@ -103,6 +115,7 @@ impl<L: RateLimiter, C: Clock> RateLimitLayer<L, C> {
                 name,
                 policy_header,
                 ratelimit_prefix,
+                ratelimit_values,
                 reported: AtomicBool::new(false),
             }),
         })
@@ -195,17 +208,10 @@ where
         let mut key = Text::new();
         shared.client_key(&req, &mut key);
         match shared.limiter.check(key.as_str(), shared.clock.now()) {
-            Decision::Allowed { remaining } => {
-                let mut ratelimit = Vec::with_capacity(shared.ratelimit_prefix.len() + 20);
-                ratelimit.extend_from_slice(&shared.ratelimit_prefix);
-                decimal(remaining, |digits| ratelimit.extend_from_slice(digits));
-                let ratelimit = HeaderValue::from_maybe_shared(Bytes::from(ratelimit))
-                    .expect("printable ASCII");
-                Answer::Allowed {
-                    response: self.inner.call(req),
-                    headers: Some((shared.policy_header.clone(), ratelimit)),
-                }
-            }
+            Decision::Allowed { remaining } => Answer::Allowed {
+                response: self.inner.call(req),
+                headers: Some((shared.policy_header.clone(), shared.ratelimit(remaining))),
+            },
             Decision::Denied { retry_after } => Answer::Denied {
                 response: Some(shared.too_many_requests(retry_after)),
             },
@@ -214,6 +220,24 @@ where
 }
 
 impl<L, C> Shared<L, C> {
+    /// `RateLimit` of an allowed request: from the table, or built in one
+    /// allocation of the right size when `remaining` is past it.
+    fn ratelimit(&self, remaining: u64) -> HeaderValue {
+        let cached = usize::try_from(remaining)
+            .ok()
+            .and_then(|i| self.ratelimit_values.get(i));
+        if let Some(value) = cached {
+            return value.clone();
+        }
+        // Exactly the right size, so that `Bytes` takes the buffer as it is,
+        // with no second allocation for its reference count.
+        let digits = remaining.checked_ilog10().map_or(1, |log| log as usize + 1);
+        let mut value = Vec::with_capacity(self.ratelimit_prefix.len() + digits);
+        value.extend_from_slice(&self.ratelimit_prefix);
+        decimal(remaining, |digits| value.extend_from_slice(digits));
+        HeaderValue::from_maybe_shared(Bytes::from(value)).expect("printable ASCII")
+    }
+
     /// Writes `api:<key>` for one valid API key header line, else
     /// `ip:<client>`.
     fn client_key(&self, req: &Request<Body>, key: &mut Text) {

@@ -1,11 +1,14 @@
 //! Lesson 07's layer on the same service as tower_governor's: what each adds
 //! to a request. Every contender is the same tiny inner service behind a
-//! layer (or none), keyed by the peer address of the request, a limit no
-//! request reaches (so all of them do the work of an allowed request), and a
-//! real clock each layer reads itself.
+//! layer (or none), keyed by the peer address of the request, with a real
+//! clock each layer reads itself. The requests come from 10,000 clients in
+//! turn, each far under its policy of 1,000 a second, as a busy API's
+//! clients mostly are: every request is allowed, and every layer does the
+//! work of an allowed request, for one client among many.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +24,9 @@ use crate::lesson_06::Gcra;
 /// A service as every contender is measured.
 pub type Svc = BoxCloneService<Request<Body>, Response<Body>, Infallible>;
 
-/// The service behind every layer: a fixed 200.
+/// The service behind every layer: a fixed 200 with its `Content-Type`, as
+/// an axum handler returning a string answers (so its response's header map
+/// is already allocated when a layer adds to it, as a real service's is).
 pub fn inner() -> impl Service<
     Request<Body>,
     Response = Response<Body>,
@@ -30,28 +35,42 @@ pub fn inner() -> impl Service<
 > + Clone
        + Send
        + 'static {
-    tower::service_fn(|_req: Request<Body>| async { Ok(Response::new(Body::from("ok"))) })
+    tower::service_fn(|_req: Request<Body>| async {
+        let mut response = Response::new(Body::from("ok"));
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        Ok(response)
+    })
 }
 
-/// One request from a client at 203.0.113.7, as axum's connection info
-/// gives it.
+/// How many clients take turns.
+pub const CLIENTS: u32 = 10_000;
+
+/// One request from the next of [`CLIENTS`] clients (10.0.0.0 and on), as
+/// axum's connection info gives it.
 pub fn request() -> Request<Body> {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let client = NEXT.fetch_add(1, Ordering::Relaxed) % CLIENTS;
     let mut req = Request::new(Body::empty());
+    let address = Ipv4Addr::from(0x0a00_0000 + client);
     req.extensions_mut()
-        .insert(ConnectInfo(SocketAddr::from(([203, 0, 113, 7], 40_000))));
+        .insert(ConnectInfo(SocketAddr::from((address, 40_000))));
     req
 }
 
-/// A quota no benchmark reaches: a billion per second, as a GCRA of a
-/// billion refilled every nanosecond.
-pub const QUOTA: u64 = 1_000_000_000;
+/// Each client's quota: 1,000 a second. A client's turn comes every
+/// 10,000 requests, a few milliseconds apart: far under it.
+pub const QUOTA: u64 = 1_000;
 
 pub fn policy() -> Policy {
     Policy::new("api", QUOTA, Duration::from_secs(1))
 }
 
+/// Lesson 06's GCRA for the policy: a bucket of 1,000, one back every ms.
 pub fn limiter() -> Arc<Gcra> {
-    Arc::new(Gcra::new(QUOTA, Duration::from_nanos(1)).expect("a valid configuration"))
+    Arc::new(Gcra::new(QUOTA, Duration::from_millis(1)).expect("a valid configuration"))
 }
 
 pub fn bare() -> Svc {
@@ -75,10 +94,11 @@ pub fn reference() -> Svc {
 pub fn tower_governor(headers: bool) -> Svc {
     use tower_governor::governor::GovernorConfigBuilder;
     use tower_governor::GovernorLayer;
-    let burst = u32::MAX;
+    // The same policy: a burst of 1,000, one back every ms.
+    let burst = QUOTA as u32;
     if headers {
         let config = GovernorConfigBuilder::default()
-            .per_nanosecond(1)
+            .per_millisecond(1)
             .burst_size(burst)
             .use_headers()
             .finish()
@@ -86,7 +106,7 @@ pub fn tower_governor(headers: bool) -> Svc {
         BoxCloneService::new(GovernorLayer::new(config).layer(inner()))
     } else {
         let config = GovernorConfigBuilder::default()
-            .per_nanosecond(1)
+            .per_millisecond(1)
             .burst_size(burst)
             .finish()
             .expect("a valid configuration");
@@ -100,8 +120,8 @@ pub fn tower_governor(headers: bool) -> Svc {
 /// count). What a layer costs past this is its own work.
 pub fn two_headers_only() -> Svc {
     use axum::http::{HeaderName, HeaderValue};
-    let ratelimit = HeaderValue::from_static("\"api\";r=999999999");
-    let policy = HeaderValue::from_static("\"api\";q=1000000000;w=1");
+    let ratelimit = HeaderValue::from_static("\"api\";r=999");
+    let policy = HeaderValue::from_static("\"api\";q=1000;w=1");
     let layer = tower::util::MapResponseLayer::new(move |mut response: Response<Body>| {
         let headers = response.headers_mut();
         headers.insert(HeaderName::from_static("ratelimit-policy"), policy.clone());
