@@ -1,6 +1,7 @@
 //! For `cargo run -- bench N`: with `KATA_BENCH_LESSON=N`, compiles the
 //! learner's `lessons/lesson_NN.rs` (that one only: another lesson's file may
-//! not compile yet) and the lesson's reference into the `versus` binary.
+//! not compile yet), the lesson's reference and its going-further solutions
+//! (`solutions/lesson_NN_<name>.rs`) into the `versus` binary.
 //! Without it, the binary has no learner to measure and says so.
 
 use std::fmt::Write as _;
@@ -9,6 +10,8 @@ use std::path::PathBuf;
 fn main() {
     println!("cargo::rerun-if-env-changed=KATA_BENCH_LESSON");
     println!("cargo::rerun-if-changed=../lessons/lessons.toml");
+    // A going-further solution added or removed.
+    println!("cargo::rerun-if-changed=../solutions");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("run by cargo")).join("versus.rs");
     let kata = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo"))
         .join("..")
@@ -52,10 +55,10 @@ fn main() {
     }}",
                 ty = l.type_name
             );
-            learner_and_reference(&mut code, &kata, &l, &body);
+            let further = learner_and_reference(&mut code, &kata, &l, &body);
             let _ = writeln!(
                 code,
-                "pub const LAYER: Option<LayerLesson> = Some(LayerLesson {{ number: {}, title: {:?}, learner: learner::build, reference: reference::build }});",
+                "pub const LAYER: Option<LayerLesson> = Some(LayerLesson {{ number: {}, title: {:?}, learner: learner::build, reference: reference::build, further: &[{further}] }});",
                 l.number, l.title
             );
         }
@@ -95,11 +98,11 @@ fn main() {
     }}",
                 ty = l.type_name
             );
-            learner_and_reference(&mut code, &kata, &l, &body);
+            let further = learner_and_reference(&mut code, &kata, &l, &body);
             code.push_str("/// Not a layer.\npub const LAYER: Option<LayerLesson> = None;\n");
             let _ = writeln!(
                 code,
-                "pub const LESSON: Option<Lesson> = Some(Lesson {{ number: {}, title: {:?}, algorithm: {:?}, shared: {}, learner: learner::build, reference: reference::build }});",
+                "pub const LESSON: Option<Lesson> = Some(Lesson {{ number: {}, title: {:?}, algorithm: {:?}, shared: {}, learner: learner::build, reference: reference::build, further: &[{further}] }});",
                 l.number,
                 l.title,
                 l.algorithm,
@@ -110,19 +113,31 @@ fn main() {
     kata_catalog::write_if_changed(&out, &code);
 }
 
-/// Modules `learner` and `reference`, each the lesson's file compiled as
-/// `imp` (over std's primitives) followed by `body`.
+/// Modules `learner`, `reference` and one per going-further solution
+/// (`solutions/lesson_NN_<name>.rs`, as `further_<name>`), each the file
+/// compiled as `imp` (over std's primitives) followed by `body`; and the
+/// going-further ones as the entries of a slice: `("<name>", further_<name>::build),`.
 fn learner_and_reference(
     code: &mut String,
     kata: &std::path::Path,
     lesson: &kata_catalog::Lesson,
     body: &str,
-) {
+) -> String {
     let root = kata.to_string_lossy().replace('\\', "/");
+    let further: Vec<(String, String)> = lesson
+        .alternatives
+        .iter()
+        .filter(|a| a.path.starts_with("solutions/"))
+        .map(|a| (format!("further_{}", a.name), a.path.clone()))
+        .collect();
+    let mut entries = String::new();
     for (module, file) in [
-        ("learner", lesson.learner_file()),
-        ("reference", lesson.reference_file()),
-    ] {
+        ("learner".to_string(), lesson.learner_file()),
+        ("reference".to_string(), lesson.reference_file()),
+    ]
+    .into_iter()
+    .chain(further.iter().cloned())
+    {
         let _ = writeln!(
             code,
             "pub mod {module} {{
@@ -138,5 +153,9 @@ fn learner_and_reference(
 }}",
             path = format!("{root}/{file}"),
         );
+        if let Some(name) = module.strip_prefix("further_") {
+            let _ = write!(entries, "({name:?}, {module}::build), ");
+        }
     }
+    entries
 }

@@ -3,15 +3,15 @@
 //! ceiling of one command per decision, with no client code around it.
 //!
 //! `cargo bench -p ratelimit-kata-bench --bench redis` starts a server of
-//! its own on a free loopback port and measures, for 1 caller and for 64
+//! its own on a free loopback port and measures, for 1, 16 and 64
 //! concurrent callers, decisions per second and each decision's latency
-//! (p50, p99): lesson 08's blocking `check` (64 threads, each call on a
-//! connection of its own) and lesson 10's async `check` (64 tasks on a
+//! (p50, p99): lesson 08's blocking `check` (N threads, each call on a
+//! connection of its own) and lesson 10's async `check` (N tasks on a
 //! current-thread tokio runtime, one multiplexed connection). The ceilings:
-//! `redis-benchmark -c 1` and `-c 64` (64 clients), and `-c 1 -P 64` (64
-//! commands in flight on one connection, as a multiplexed connection keeps
-//! them). Every decision is an allowed one (a limit no run reaches), on
-//! 1,000 keys taken in turn (redis-benchmark: at random, `-r 1000`).
+//! `redis-benchmark -c N` (N clients), and `-c 1 -P N` (N commands in flight
+//! on one connection, as a multiplexed connection keeps them). Every
+//! decision is an allowed one (a limit no run reaches), on 1,000 keys taken
+//! in turn (redis-benchmark: at random, `-r 1000`).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -28,7 +28,8 @@ use ratelimit_kata_bench::lesson_10::AsyncRedisLimiter;
 /// Decisions per measurement.
 const CALLS: usize = 60_000;
 const KEYS: usize = 1_000;
-const CALLERS: usize = 64;
+/// The numbers of concurrent callers, each a column group of the table.
+const CALLERS: [usize; 3] = [1, 16, 64];
 
 fn settings(url: &str) -> Settings {
     let mut s = Settings::new(url).expect("a valid URL");
@@ -195,38 +196,39 @@ fn main() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    println!(
-        "| rule | contender | 1 caller: decisions/s | p50 | p99 | {CALLERS} callers: decisions/s | p50 | p99 |"
-    );
-    println!("|---|---|---|---|---|---|---|---|");
+    print!("| rule | contender |");
+    for n in CALLERS {
+        let callers = if n == 1 { "caller" } else { "callers" };
+        print!(" {n} {callers}: decisions/s | p50 | p99 |");
+    }
+    println!("\n|---|---|{}", "---|---|---|".repeat(CALLERS.len()));
+    let most = CALLERS[CALLERS.len() - 1];
     for (name, rule) in rules {
         let limiter =
             Arc::new(RedisLimiter::new(rule, settings(&server.url())).expect("a valid rule"));
         // Warm: the script loaded, connections open.
-        blocking(&limiter, &keys, CALLERS);
-        let (one, many) = (
-            blocking(&limiter, &keys, 1),
-            blocking(&limiter, &keys, CALLERS),
-        );
+        blocking(&limiter, &keys, most);
+        let cells: Vec<String> = CALLERS
+            .iter()
+            .map(|&n| blocking(&limiter, &keys, n).cells())
+            .collect();
         println!(
-            "| {name} | 08 reference, blocking (`check`, a connection per caller) | {} | {} |",
-            one.cells(),
-            many.cells()
+            "| {name} | 08 reference, blocking (`check`, a connection per caller) | {} |",
+            cells.join(" | ")
         );
         let limiter = {
             let _inside = runtime.enter();
             let settings = AsyncSettings::from(settings(&server.url()));
             Arc::new(AsyncRedisLimiter::new(rule, settings).expect("a valid rule"))
         };
-        concurrent(&runtime, &limiter, &keys, CALLERS);
-        let (one, many) = (
-            concurrent(&runtime, &limiter, &keys, 1),
-            concurrent(&runtime, &limiter, &keys, CALLERS),
-        );
+        concurrent(&runtime, &limiter, &keys, most);
+        let cells: Vec<String> = CALLERS
+            .iter()
+            .map(|&n| concurrent(&runtime, &limiter, &keys, n).cells())
+            .collect();
         println!(
-            "| {name} | 10 reference, async (`check().await`, one multiplexed connection) | {} | {} |",
-            one.cells(),
-            many.cells()
+            "| {name} | 10 reference, async (`check().await`, one multiplexed connection) | {} |",
+            cells.join(" | ")
         );
         let command = command_of(&server, rule);
         let ceiling = |clients, pipeline| {
@@ -234,14 +236,24 @@ fn main() {
                 .map(|r| format!("{r:.0} | – | –"))
                 .unwrap_or_else(|| "(redis-benchmark did not run) | – | –".into())
         };
+        let cells: Vec<String> = CALLERS.iter().map(|&n| ceiling(n, 1)).collect();
         println!(
-            "| {name} | redis-benchmark, the same EVALSHA (`-c 1`; `-c {CALLERS}`) | {} | {} |",
-            ceiling(1, 1),
-            ceiling(CALLERS, 1)
+            "| {name} | redis-benchmark, the same EVALSHA (`-c N`, N clients) | {} |",
+            cells.join(" | ")
         );
+        let cells: Vec<String> = CALLERS
+            .iter()
+            .map(|&n| {
+                if n == 1 {
+                    "– | – | –".to_string()
+                } else {
+                    ceiling(1, n)
+                }
+            })
+            .collect();
         println!(
-            "| {name} | redis-benchmark, pipelined on one connection (`-c 1 -P {CALLERS}`) | – | – | – | {} |",
-            ceiling(1, CALLERS)
+            "| {name} | redis-benchmark, pipelined on one connection (`-c 1 -P N`) | {} |",
+            cells.join(" | ")
         );
     }
 }

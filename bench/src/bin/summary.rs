@@ -2,6 +2,10 @@
 //! governor measured in the same run, and bytes per key after inserting
 //! 1,000,000 keys of 13 bytes (measured here, with a counting allocator).
 //!
+//! With `layer`, the table of lesson 07's layer instead: ns per request
+//! through each layer on the same service, from criterion's last run of
+//! `--bench layer`, and what each adds to the service alone.
+//!
 //! `scripts/bench.sh` runs the benchmarks, then this.
 
 use std::path::PathBuf;
@@ -40,7 +44,46 @@ fn median(group: &str, name: &str) -> Option<f64> {
     json["median"]["point_estimate"].as_f64()
 }
 
+/// The layers of `--bench layer`, as the table names them.
+const LAYERS: [(&str, &str); 5] = [
+    ("no-layer", "the service alone"),
+    (
+        "two-headers-only",
+        "two headers only: `RateLimit` and `RateLimit-Policy` inserted, their values built once, no key, clock or limiter",
+    ),
+    (
+        "tower-governor",
+        "tower_governor, its default (no rate-limit headers)",
+    ),
+    (
+        "07-reference-layer",
+        "07 reference (`RateLimit` and `RateLimit-Policy` on every response)",
+    ),
+    (
+        "tower-governor-headers",
+        "tower_governor with `use_headers()` (its `x-ratelimit-*` headers)",
+    ),
+];
+
+fn layer_table() {
+    let bare = median("layer", "no-layer");
+    println!("| on the same service | ns per request | added to the service alone |");
+    println!("|---|---|---|");
+    for (name, label) in LAYERS {
+        match (median("layer", name), bare) {
+            (Some(ns), _) if name == "no-layer" => println!("| {label} | {ns:.0} | |"),
+            (Some(ns), Some(bare)) => println!("| {label} | {ns:.0} | {:.0} |", ns - bare),
+            (Some(ns), None) => println!("| {label} | {ns:.0} | not measured |"),
+            (None, _) => println!("| {label} | not measured | |"),
+        }
+    }
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("layer") {
+        layer_table();
+        return;
+    }
     let million = keys(1_000_000);
     let names: Vec<&str> = contenders().iter().map(|(n, _)| *n).collect();
     let mut bytes_per_key = Vec::new();
@@ -65,7 +108,12 @@ fn main() {
     println!(" bytes per key at 1M keys |");
     println!("|---|{}---|", "---|".repeat(GROUPS.len()));
     for (i, name) in names.iter().enumerate() {
-        print!("| {name} |");
+        let label = match *name {
+            "governor" => "governor (`FakeRelativeClock`)",
+            "governor-real-clock" => "governor (its default clock)",
+            other => other,
+        };
+        print!("| {label} |");
         for (group, _) in GROUPS {
             match (median(group, name), median(group, "governor")) {
                 (Some(ns), Some(base)) => print!(" {ns:.1} ({:.2}×) |", ns / base),

@@ -31,6 +31,15 @@ fn time(contender: &dyn Contender, keys: &[String]) -> f64 {
     started.elapsed().as_nanos() as f64 / decisions as f64
 }
 
+/// The row of the going-further solution `name` (`solutions/lesson_NN_<name>.rs`).
+fn going_further(name: &str) -> String {
+    if name == "further" {
+        "going further".into()
+    } else {
+        format!("further: {name}")
+    }
+}
+
 /// ns per request through `svc`, on one thread.
 fn time_layer(svc: &mut layer::Svc) -> f64 {
     let rt = layer::runtime();
@@ -51,9 +60,9 @@ fn time_layer(svc: &mut layer::Svc) -> f64 {
 /// Lesson 07: the learner's layer, the reference's and tower_governor's on
 /// the same service, and the service alone.
 fn layers(lesson: &ratelimit_kata_bench::LayerLesson) {
-    let mut contenders: Vec<(&str, layer::Svc)> = Vec::new();
+    let mut contenders: Vec<(String, layer::Svc)> = Vec::new();
     match std::panic::catch_unwind(lesson.learner) {
-        Ok(Ok(svc)) => contenders.push(("yours", svc)),
+        Ok(Ok(svc)) => contenders.push(("yours".into(), svc)),
         Ok(Err(e)) => {
             eprintln!(
                 "your RateLimitLayer::new refused the benchmark's policy ({e}): nothing to measure"
@@ -68,18 +77,22 @@ fn layers(lesson: &ratelimit_kata_bench::LayerLesson) {
         }
     }
     contenders.push((
-        "reference",
+        "reference".into(),
         (lesson.reference)().expect("the reference accepts it"),
     ));
-    contenders.push(("tower_governor", layer::tower_governor(false)));
-    contenders.push(("no layer", layer::bare()));
+    for (name, build) in lesson.further {
+        contenders.push((going_further(name), build().expect("it accepts the policy")));
+    }
+    contenders.push(("tower_governor".into(), layer::tower_governor(false)));
+    contenders.push(("no layer".into(), layer::bare()));
     println!(
         "lesson {:02} ({}): ns per request through each layer on the same service, optimised build, one thread.\n\
-         Every request is allowed (a quota of a billion per second, lesson 06's reference GCRA behind\n\
-         yours and the reference's, governor's behind tower_governor's), comes from one client keyed\n\
-         by its peer address, and is answered by a service that returns a fixed 200. \"added\" is\n\
-         what the layer costs over that service alone: keying, the limiter, the clock and, for yours\n\
-         and the reference, the two rate-limit headers (tower_governor sends none by default).\n",
+         The requests come from 10,000 clients in turn, each far under its policy of 1,000 a second (lesson\n\
+         06's reference GCRA behind yours and the reference's, governor's behind tower_governor's), so every\n\
+         one is allowed; each is keyed by its peer address and answered by a service that returns a fixed 200\n\
+         with its Content-Type. \"added\" is what the layer costs over that service alone: keying, the\n\
+         limiter, the clock and, for yours and the reference, the two rate-limit headers (tower_governor\n\
+         sends none by default).\n",
         lesson.number, lesson.title
     );
     let mut bare = None;
@@ -126,9 +139,9 @@ fn main() {
         "SlidingCounter" => (1_001, Duration::from_nanos(1_000)),
         _ => (1_000, Duration::from_nanos(1_000)),
     };
-    let mut contenders: Vec<(&str, Box<dyn Contender>)> = Vec::new();
+    let mut contenders: Vec<(String, Box<dyn Contender>)> = Vec::new();
     match std::panic::catch_unwind(|| (lesson.learner)(limit, period)) {
-        Ok(Ok(l)) => contenders.push(("yours", l)),
+        Ok(Ok(l)) => contenders.push(("yours".into(), l)),
         Ok(Err(e)) => {
             eprintln!("your new({limit}, {period:?}) returned Err({e:?}): nothing to measure");
             std::process::exit(1);
@@ -141,11 +154,17 @@ fn main() {
         }
     }
     contenders.push((
-        "reference",
+        "reference".into(),
         (lesson.reference)(limit, period).expect("the reference accepts it"),
     ));
+    for (name, build) in lesson.further {
+        contenders.push((
+            going_further(name),
+            build(limit, period).expect("it accepts the reference's configuration"),
+        ));
+    }
     if lesson.algorithm == "TokenBucket" {
-        contenders.push(("governor 0.10", governor_bucket()));
+        contenders.push(("governor 0.10".into(), governor_bucket()));
     }
     let workloads = [("1 hot key", keys(1)), ("10k keys", keys(10_000))];
     println!(

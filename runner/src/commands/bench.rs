@@ -29,7 +29,7 @@ pub fn bench(root: &Path, entry: &Entry) -> Done {
         )));
     }
     println!(
-        "building lessons/{}.rs and the reference in release mode (the first time takes a few minutes) ...",
+        "building lessons/{}.rs, the reference and any going-further solution in release mode (the first time takes a few minutes) ...",
         entry.name
     );
     let status = std::process::Command::new(suite::cargo())
