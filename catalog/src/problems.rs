@@ -239,7 +239,93 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
     found.extend(broken_links(root));
     found.extend(cited_but_missing(root));
     found.extend(stale_drawings(root));
+    found.extend(stale_milestone_counts(catalog));
     found
+}
+
+/// The pages that say which lessons are cut into milestones, or what the
+/// whole kata is worth in points: each must say what the catalog says.
+pub const MILESTONE_PAGES: [&str; 4] = [
+    "README.md",
+    "lessons/instructors.md",
+    "lessons/runner.md",
+    "runner/src/class/points.rs",
+];
+
+/// Sentences of [`MILESTONE_PAGES`] whose lessons with milestones (the
+/// two-digit numbers of a sentence saying "cut into milestones") or whose
+/// points for the whole kata (one per milestone, one per lesson without)
+/// are not the catalog's.
+fn stale_milestone_counts(catalog: &Catalog) -> Vec<String> {
+    let cut: Vec<String> = catalog
+        .lessons
+        .iter()
+        .filter(|l| !l.milestones.is_empty())
+        .map(|l| format!("{:02}", l.number))
+        .collect();
+    let points: usize = catalog
+        .lessons
+        .iter()
+        .map(|l| l.milestones.len().max(1))
+        .sum();
+    MILESTONE_PAGES
+        .into_iter()
+        .filter_map(|page| {
+            let text = std::fs::read_to_string(catalog.root.join(page)).ok()?;
+            Some(wrong_milestone_counts(page, &text, &cut, points))
+        })
+        .flatten()
+        .collect()
+}
+
+/// What `page` (its `text`) says of the lessons with milestones or of the
+/// kata's points that is not `cut` (the lessons with milestones, as `07`)
+/// and `points`.
+fn wrong_milestone_counts(page: &str, text: &str, cut: &[String], points: usize) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, _) in text.match_indices("cut into milestones") {
+        let start = text[..i].rfind('.').map_or(0, |s| s + 1);
+        let end = i + text[i..].find([';', '.', ':']).unwrap_or(text.len() - i);
+        let named = two_digit_numbers(&text[start..end]);
+        if named != cut {
+            found.push(format!(
+                "{page}: says lessons {} are cut into milestones, where {FILE} cuts {}",
+                named.join(", "),
+                cut.join(", ")
+            ));
+        }
+    }
+    for (marker, before) in [
+        (" points for the whole kata", true),
+        ("out of the same ", false),
+    ] {
+        for (i, _) in text.match_indices(marker) {
+            let said = if before {
+                text[..i].rsplit(|c: char| !c.is_ascii_digit()).next()
+            } else {
+                text[i + marker.len()..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+            };
+            let said = said.filter(|n| !n.is_empty());
+            if said.is_some_and(|n| n.parse::<usize>().ok() != Some(points)) {
+                found.push(format!(
+                    "{page}: says the kata is worth {} points, where {FILE} makes it {points} \
+                     (a point per milestone, one per lesson without milestones)",
+                    said.unwrap_or_default()
+                ));
+            }
+        }
+    }
+    found
+}
+
+/// The numbers of exactly two digits in `text`, in order (`07`, `10`).
+fn two_digit_numbers(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|n| n.len() == 2)
+        .map(String::from)
+        .collect()
 }
 
 /// `page`'s first heading, if it is not `heading` (which `source` gives).
@@ -578,6 +664,31 @@ mod tests {
                 "lessons/runner.md: the first heading is \"# Runner\", but \
                  GUIDES in catalog/src/lib.rs gives \"# The runner\""
             )
+        );
+    }
+
+    /// A page that names the lessons with milestones, or the kata's points,
+    /// is held to the catalog's; a sentence that names no number is not.
+    #[test]
+    fn names_a_sentence_whose_milestones_or_points_are_not_the_catalogs() {
+        let cut = ["07".to_string(), "10".to_string()];
+        let right = "Intro. Lessons 07 and 10 are cut into milestones: 9 points for the whole \
+                     kata, out of the same 9; out of the same total.";
+        assert_eq!(
+            wrong_milestone_counts("lessons/runner.md", right, &cut, 9),
+            Vec::<String>::new()
+        );
+        let wrong = "Lessons 07 to 09 are cut into milestones. 18 points for the whole kata, \
+                     out of the same 18.";
+        assert_eq!(
+            wrong_milestone_counts("lessons/runner.md", wrong, &cut, 9),
+            [
+                "lessons/runner.md: says lessons 07, 09 are cut into milestones, where lessons/lessons.toml cuts 07, 10",
+                "lessons/runner.md: says the kata is worth 18 points, where lessons/lessons.toml makes it 9 \
+                 (a point per milestone, one per lesson without milestones)",
+                "lessons/runner.md: says the kata is worth 18 points, where lessons/lessons.toml makes it 9 \
+                 (a point per milestone, one per lesson without milestones)",
+            ]
         );
     }
 

@@ -1,5 +1,5 @@
-//! Milestones and points. A lesson cut into milestones (lessons 07, 08 and
-//! 09) is worth a point for each milestone reached; a lesson without them
+//! Milestones and points. A lesson cut into milestones (lessons 07, 08, 09
+//! and 10) is worth a point for each milestone reached; a lesson without them
 //! is one milestone, reached when the lesson passes. Every report is scored
 //! against the catalog (`lessons/lessons.toml`), the one the graders of the
 //! GitHub workflow come from: each of its lessons and milestones counts
