@@ -139,7 +139,7 @@ fn long_keys() -> Vec<LookAlike> {
                         "keys of {}-byte characters in which byte {cut} falls {} into a \
                          character: cutting there (`&key[..{cut}]`) panics",
                         width,
-                        crate::render::count(before, "byte")
+                        crate::text::count(before, "byte")
                     ),
                     numbered: false,
                 });

@@ -70,6 +70,7 @@ pub mod snapshot;
 pub mod source;
 pub mod subject;
 pub mod sync;
+pub mod text;
 pub mod time;
 pub mod timeline;
 pub mod watchdog;

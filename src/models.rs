@@ -144,7 +144,7 @@ impl Algorithm {
                                  refilled every {w} ns admits at most {bound} there",
                                 at(i),
                                 at(j),
-                                crate::render::count(limit, "token")
+                                crate::text::count(limit, "token")
                             ));
                         }
                     }

@@ -240,54 +240,6 @@ pub fn render_compare(
     out
 }
 
-/// A number a message counts things with.
-pub trait Number: Copy + std::fmt::Display {
-    fn is_one(self) -> bool;
-}
-
-macro_rules! numbers {
-    ($($t:ty),*) => {$(
-        impl Number for $t {
-            fn is_one(self) -> bool {
-                self == 1
-            }
-        }
-    )*};
-}
-
-numbers!(u8, u16, u32, u64, u128, usize, i32, i64);
-
-/// The noun for `n` of it: `noun` for exactly one, else its plural, which
-/// adds an `s` or, for a noun that does not (`entry|entries`), is written
-/// after a `|`.
-pub fn plural(n: impl Number, noun: &str) -> String {
-    let (one, many) = match noun.split_once('|') {
-        Some((one, many)) => (one.to_string(), many.to_string()),
-        None => (noun.to_string(), format!("{noun}s")),
-    };
-    if n.is_one() {
-        one
-    } else {
-        many
-    }
-}
-
-/// `1 token`, `0 tokens`, `2 entries`: a count with its noun, as every
-/// message prints one (see [`plural`]).
-pub fn count(n: impl Number, noun: &str) -> String {
-    format!("{n} {}", plural(n, noun))
-}
-
-/// How many times something happened: `once`, `twice`, `3 times`,
-/// `0 times`.
-pub fn times(n: impl Number) -> String {
-    match n.to_string().as_str() {
-        "1" => "once".to_string(),
-        "2" => "twice".to_string(),
-        n => format!("{n} times"),
-    }
-}
-
 /// `check("a", 1_000ns)`: how a call is written in messages.
 pub fn call(key: &str, now: Timestamp) -> String {
     let key = show_key(key);
@@ -301,23 +253,6 @@ pub fn call(key: &str, now: Timestamp) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn counts_agree_with_their_nouns() {
-        assert_eq!(count(1, "token"), "1 token");
-        assert_eq!(count(0, "token"), "0 tokens");
-        assert_eq!(count(12, "request"), "12 requests");
-        assert_eq!(count(1, "entry|entries"), "1 entry");
-        assert_eq!(count(2, "entry|entries"), "2 entries");
-        assert_eq!(count(u64::MAX, "key"), "18446744073709551615 keys");
-        assert_eq!(plural(1, "key"), "key");
-        assert_eq!(plural(3, "key"), "keys");
-        assert_eq!(plural(3, "branch|branches"), "branches");
-        assert_eq!(times(0), "0 times");
-        assert_eq!(times(1), "once");
-        assert_eq!(times(2), "twice");
-        assert_eq!(times(7), "7 times");
-    }
 
     #[test]
     fn long_tables_show_their_start_and_the_lead_up_to_the_mark() {

@@ -12,8 +12,9 @@ use crate::decision::{describe, Decision, RateLimiter};
 use crate::drive::BuildShared;
 use crate::files::tidy_path;
 use crate::models::{Algorithm, Model};
-use crate::render::{call, count};
+use crate::render::call;
 use crate::sync::{note, reset_trace, take_trace, Op};
+use crate::text::count;
 use crate::timeline::{Config, Request};
 use crate::watchdog::{take_panic, time_limit, watched};
 

@@ -287,7 +287,7 @@ impl Timeline {
         let tail = tail.split_once(':').map(|(_, t)| t).unwrap_or(&tail);
         format!(
             "{head} … {} more …{tail}",
-            crate::render::count(n - 24, "request")
+            crate::text::count(n - 24, "request")
         )
     }
 

@@ -332,7 +332,7 @@ pub fn stuck(class: &[Learner]) -> Vec<(String, u32, String)> {
                 why.push(format!("the same failure for {minutes} min"));
             }
             if lesson.hints_shown >= 2 {
-                why.push(kata::render::count(lesson.hints_shown, "hint"));
+                why.push(kata::text::count(lesson.hints_shown, "hint"));
             }
             if !why.is_empty() {
                 out.push((learner.name.clone(), lesson.number, why.join(", ")));

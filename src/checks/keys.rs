@@ -9,7 +9,8 @@ use super::{replay, Lesson};
 use crate::decision::Decision;
 use crate::keys::{look_alikes, meeting_names};
 use crate::models::model_run;
-use crate::render::{count, first_difference, render_compare};
+use crate::render::{first_difference, render_compare};
+use crate::text::count;
 use crate::timeline::{show_key, Config, Request, Timeline};
 use crate::watchdog::{time_limit, Stop};
 

@@ -472,7 +472,7 @@ impl Observed {
             [one] => Ok(Some(one)),
             _ => Err(format!(
                 "{name} was sent {}",
-                crate::render::times(lines.len())
+                crate::text::times(lines.len())
             )),
         }
     }

@@ -199,8 +199,8 @@ async fn burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String>
     if inner != admitted {
         return Err(format!(
             "the route behind the layer ran {} for {admitted} admitted {}",
-            crate::render::times(inner),
-            crate::render::plural(admitted, "request")
+            crate::text::times(inner),
+            crate::text::plural(admitted, "request")
         ));
     }
 

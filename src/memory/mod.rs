@@ -7,7 +7,7 @@
 //!   a test binary holds ([`Counting`]);
 //! - [`model`]: the contract as an executable model;
 //! - [`drive`]: how the learner's type is built and driven;
-//! - [`checks`]: the checks of the kind, with [`races`] (sweeps and a full
+//! - [`checks`]: the checks of the kind, with [`races`](checks::races) (sweeps and a full
 //!   store under loom) and `metrics` (the recorder the checks install);
 //! - `suite`: its tests, as the macro `bounded_tests!`.
 
@@ -15,7 +15,6 @@ pub mod checks;
 pub mod drive;
 pub(crate) mod metrics;
 pub mod model;
-pub mod races;
 mod suite;
 mod variant;
 

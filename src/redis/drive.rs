@@ -118,31 +118,13 @@ pub fn single(
     Ok(Box::new(Checked(vec![limiter], 0)))
 }
 
-/// How many app servers share one Redis in [`servers`].
+/// How many app servers share one Redis in [`super::processes::servers`].
 pub const SERVERS: usize = 3;
 
-/// Three app servers with the same settings on the shared Redis, taking
-/// requests in turn: together they must answer as one limiter. Each is a
-/// process of its own ([`super::processes`]), as app servers are: state
-/// kept per process shows.
-pub fn servers(
-    v: RedisVariant,
-    kind: RuleKind,
-    limit: u64,
-    period: Duration,
-) -> Result<Box<dyn Drive>, ConfigError> {
-    // The configuration's errors are the limiter's own, said here.
-    (v.build)(kind.rule(limit, period), settings_on(RedisServer::shared()))?;
-    let server = RedisServer::shared();
-    let settings = settings_on(server);
-    let instances = (0..SERVERS)
-        .map(|n| {
-            super::processes::Remote::new(n, v, kind, (limit, period), (&server.url(), &settings))
-                .map(|r| Arc::new(r) as Arc<dyn Limiter>)
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    Ok(Box::new(Checked(instances, 0)))
+/// App servers that take requests in turn, each a [`Limiter`] of its own,
+/// driven as one limiter (their answers checked as one's).
+pub fn in_turn(instances: Vec<Arc<dyn Limiter>>) -> Box<dyn Drive> {
+    Box::new(Checked(instances, 0))
 }
 
 /// One request's answer in a failure message.

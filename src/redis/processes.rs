@@ -15,10 +15,13 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::drive::{BuildRedis, Limiter, RedisVariant, RuleKind, RULES, SERVERS};
+use super::drive::{
+    in_turn, settings_on, BuildRedis, Limiter, RedisVariant, RuleKind, RULES, SERVERS,
+};
+use super::server::RedisServer;
 use super::{OnFailure, Settings};
-use crate::decision::Decision;
-use crate::drive::Implementations;
+use crate::decision::{ConfigError, Decision};
+use crate::drive::{Drive, Implementations};
 use crate::time::Timestamp;
 use crate::timeline::parse_decisions;
 use crate::watchdog::{take_panic, time_limit};
@@ -317,4 +320,28 @@ pub fn serve_with(
         println!("{ANSWER} {answer}");
     }
     std::process::exit(0);
+}
+
+/// Three app servers with the same settings on the shared Redis, taking
+/// requests in turn: together they must answer as one limiter. Each is a
+/// process of its own (a [`Remote`]), as app servers are: state
+/// kept per process shows.
+pub fn servers(
+    v: RedisVariant,
+    kind: RuleKind,
+    limit: u64,
+    period: Duration,
+) -> Result<Box<dyn Drive>, ConfigError> {
+    // The configuration's errors are the limiter's own, said here.
+    (v.build)(kind.rule(limit, period), settings_on(RedisServer::shared()))?;
+    let server = RedisServer::shared();
+    let settings = settings_on(server);
+    let instances = (0..SERVERS)
+        .map(|n| {
+            Remote::new(n, v, kind, (limit, period), (&server.url(), &settings))
+                .map(|r| Arc::new(r) as Arc<dyn Limiter>)
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    Ok(in_turn(instances))
 }

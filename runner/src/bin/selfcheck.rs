@@ -434,7 +434,7 @@ fn main() -> ExitCode {
             lesson: first.name(),
             subject: "KATA_SUBJECT=no-such-subject".into(),
             ok: said == 1 && outcome.tests.is_empty() && outcome.crash.is_none(),
-            detail: format!("refused, said {}", kata::render::times(said)),
+            detail: format!("refused, said {}", kata::text::times(said)),
             seconds: outcome.took.as_secs_f64(),
         });
     }

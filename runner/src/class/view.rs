@@ -54,7 +54,7 @@ pub fn table(lessons: &[Entry], class: &Class) -> String {
     let _ = writeln!(
         out,
         "class of {}",
-        kata::render::count(learners.len(), "learner")
+        kata::text::count(learners.len(), "learner")
     );
     if let Some(how) = &class.how {
         let _ = writeln!(out, "checkouts: {}", printable(how));
@@ -176,7 +176,7 @@ pub fn html(lessons: &[Entry], class: &Class) -> String {
     let _ = writeln!(
         page,
         "<p>{}</p>",
-        kata::render::count(learners.len(), "learner")
+        kata::text::count(learners.len(), "learner")
     );
     if let Some(how) = &class.how {
         let _ = writeln!(page, "<p>Checkouts: {}.</p>", escape(how));

@@ -13,8 +13,8 @@ use crate::http::drive::run;
 use crate::http::exchange::{self, transcript, Call, HttpTimeline, Observed};
 use crate::http::model::leftmost_decides;
 use crate::http::{gen, LayerError, Policy};
-use crate::render::{count, times};
 use crate::subject::Subject;
+use crate::text::{count, times};
 use crate::watchdog::{time_limit, watched, Stop};
 
 impl HttpLesson {

@@ -10,7 +10,7 @@ use crate::http::model::{
 };
 use crate::http::Policy;
 use crate::models::Algorithm;
-use crate::render::times;
+use crate::text::times;
 
 /// What the contract answers to each request: the key and the answer.
 pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)> {

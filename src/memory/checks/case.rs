@@ -172,7 +172,7 @@ impl fmt::Display for Answer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Answer::Decision(d) => f.write_str(&describe(d)),
-            Answer::Swept(n) => write!(f, "forgot {}", crate::render::count(*n, "key")),
+            Answer::Swept(n) => write!(f, "forgot {}", crate::text::count(*n, "key")),
         }
     }
 }

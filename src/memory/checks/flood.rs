@@ -153,7 +153,7 @@ impl BoundedLesson {
                     i + 1,
                     call(&r.key, r.now),
                     describe(&got),
-                    crate::render::count(got_held, "key"),
+                    crate::text::count(got_held, "key"),
                     describe(d),
                 ));
             }
@@ -176,7 +176,7 @@ impl BoundedLesson {
         Ok(format!(
             "most keys held {most}, {} {} held, {} per key",
             group_digits(bytes as u128),
-            crate::render::plural(bytes, "byte"),
+            crate::text::plural(bytes, "byte"),
             bytes / most.max(1)
         ))
     }

@@ -19,11 +19,12 @@ mod edges;
 mod examples;
 mod flood;
 mod properties;
+pub mod races;
 mod snapshot;
 
-pub use super::races::Race;
 pub(crate) use case::Answer;
 pub use case::{parse_steps, Case, Step};
+pub use races::Race;
 
 /// The name of lesson 09's own drawing, the store under pressure: its
 /// snapshot's, and what `cargo run -- compare 9` draws by default.

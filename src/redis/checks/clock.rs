@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use super::keys::ttl_is_none;
 use super::RedisLesson;
 use crate::decision::{describe, Decision};
 use crate::redis::drive::{settings_on, GRACE, SERVERS};
 use crate::redis::server::RedisServer;
 use crate::redis::{Clock, Rule};
-use crate::render::{call, count};
+use crate::render::call;
+use crate::text::count;
 use crate::time::Timestamp;
 
 impl RedisLesson {
@@ -169,6 +169,11 @@ impl RedisLesson {
             );
         }
     }
+}
+
+/// PEXPIRETIME's answer for a key that never expires.
+pub(super) fn ttl_is_none(expiry: i64) -> bool {
+    expiry == -1
 }
 
 /// The server's clock in whole milliseconds since 1970 (`TIME`).

@@ -4,8 +4,9 @@
 use super::RedisLesson;
 use crate::decision::Decision;
 use crate::models::Algorithm;
-use crate::redis::drive::{servers, RedisVariant};
+use crate::redis::drive::RedisVariant;
 use crate::redis::drive::{RuleKind, SERVERS};
+use crate::redis::processes::servers;
 use crate::snapshot::assert_snapshot;
 use crate::timeline::{Config, Request, Timeline};
 
@@ -142,7 +143,7 @@ fn draw_three_servers(
         "\nadmitted in all: {} in memory, {} on Redis, of {}",
         total(in_memory),
         total(shared),
-        crate::render::count(t.requests.len(), "request")
+        crate::text::count(t.requests.len(), "request")
     ));
     out
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::clock::server_ms;
+use super::clock::{server_ms, ttl_is_none};
 use super::RedisLesson;
 use crate::decision::{describe, Decision};
 use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE};
@@ -98,11 +98,6 @@ fn after_request(i: usize, key: &str, now: Timestamp, d: &Decision) -> String {
         call(key, now),
         describe(d)
     )
-}
-
-/// PEXPIRETIME's answer for a key that never expires.
-pub(super) fn ttl_is_none(expiry: i64) -> bool {
-    expiry == -1
 }
 
 /// A key's hash tag by Redis's own rule: what stands between the first `{`

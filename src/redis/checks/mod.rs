@@ -22,7 +22,8 @@ mod races;
 
 use std::time::Duration;
 
-use super::drive::{servers, single, RedisVariant, RuleKind, RULES};
+use super::drive::{single, RedisVariant, RuleKind, RULES};
+use super::processes::servers;
 use super::proxy::Step;
 use crate::checks::Lesson;
 use crate::decision::ConfigError;

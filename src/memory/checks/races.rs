@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use super::checks::{parse_steps, Answer, Case, Step};
-use super::drive::{Bounded, BuildBounded, RuleKind};
-use super::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
-use super::model::BoundedModel;
-use super::{Bounds, Overflow, Rule};
+use super::{parse_steps, Answer, Case, Step};
+use crate::memory::drive::{Bounded, BuildBounded, RuleKind};
+use crate::memory::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
+use crate::memory::model::BoundedModel;
+use crate::memory::{Bounds, Overflow, Rule};
 use crate::scenarios::{not_a_race, CallLog, A_RACE};
 
 /// A step's answer by the model, which takes it.
@@ -251,7 +251,7 @@ impl Race {
             return Some(format!(
                 "then keys_held() = {}; the contract holds {}",
                 got.held,
-                crate::render::count(model.held(), "key")
+                crate::text::count(model.held(), "key")
             ));
         }
         same_metrics(
@@ -335,7 +335,7 @@ impl Race {
         parts.push(format!("then keys_held() = {}", r.held));
         parts.push(format!(
             "and the metrics {}",
-            super::metrics::show_metrics(&r.metrics)
+            crate::memory::metrics::show_metrics(&r.metrics)
         ));
         parts.join("; ")
     }
