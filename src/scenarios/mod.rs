@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::decision::RateLimiter;
 use crate::drive::BuildShared;
 use crate::models::Algorithm;
 use crate::sync::{take_trace, Op};

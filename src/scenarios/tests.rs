@@ -1,6 +1,6 @@
 use super::trace::collapse_repeats;
 use super::*;
-use crate::decision::Decision;
+use crate::decision::{Decision, RateLimiter};
 use std::time::Duration;
 
 #[test]
