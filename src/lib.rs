@@ -5,6 +5,7 @@
 //! once, in `lessons/lessons.toml` (read by the `kata-catalog` crate);
 //! everything else lives here, once:
 //!
+//! - [`text`]: how messages count things, a leaf every module may use;
 //! - [`time`], [`decision`]: the contract's types (`Timestamp`, `Decision`,
 //!   `ConfigError`, `RateLimiter`);
 //! - [`sync`]: the facade a learner file takes its primitives from, over std
@@ -27,23 +28,29 @@
 //!   tested, what its source may use, how its panics and hangs become
 //!   readable failures, and file names as learners see them;
 //! - [`signals`]: a stack overflow reported as Rust reports it, once loom
-//!   has run in the process too;
+//!   has run in the process too; [`heartbeat`]: whether async code blocks
+//!   its runtime's thread;
 //! - the kinds, a module each, holding its `variant!`, `Lesson` and `suite!`:
 //!   [`limiter`] (lesson 01) and [`shared_limiter`] (02–06), whose lesson is
 //!   [`checks::Lesson`]; [`http`], the `http-layer` kind of lesson 07, a
 //!   tower layer; [`redis`], the `redis-limiter` kind of lesson 08, its state
 //!   in a real `redis-server`, with the server and the proxy that orders app
 //!   servers' commands; [`memory`], the `bounded-limiter` kind of lesson 09,
-//!   at most `max_keys` keys, reporting through `metrics`;
+//!   at most `max_keys` keys, reporting through `metrics`; [`async_redis`],
+//!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
+//!   Redis or a cluster, behind a layer, in three app server processes;
 //! - `macros`: [`lesson!`] and `define_lesson!`, what every kind's
 //!   `variant!` uses, and the groups of tests the kinds of limiter share.
 //!
-//! Modules depend on each other in one direction only: the contract's types
-//! and file names, then the facade, then the watchdog, then timelines and
-//! models, then rendering, generators, drivers and scenarios, then how
-//! checks run and snapshots compare, then the checks, then the kinds, which
-//! build on all of them and not on each other (but for the generic
-//! [`checks::Lesson`] lessons 08 and 09 run once per rule).
+//! Modules depend on each other in one direction only, in the layers that
+//! `LAYERS` of `catalog/src/layers.rs` lists and checks (the catalog's
+//! tests fail on a use that looks up a layer, on an import circle, and on a
+//! module this index or ARCHITECTURE.md leaves out): the leaves and the
+//! contract's types, then the facade, then the watchdog, then timelines and
+//! models, then rendering, generators and drivers, then scenarios and how
+//! checks run, then the checks, then the kinds, which use no other kind
+//! (but for lesson 10's, which builds on lessons 07, 08 and 09's: the
+//! layers' check lists what it still uses), then the macros.
 
 pub mod async_redis;
 pub mod checks;

@@ -17,6 +17,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod generate;
+#[cfg(test)]
+mod layers;
 pub mod mistake;
 mod parse;
 mod problems;

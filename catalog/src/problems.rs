@@ -463,7 +463,7 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
 }
 
 /// Every file under `dir`, skipping build output.
-fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+pub(crate) fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.file_name().is_some_and(|n| n == "target") {
