@@ -74,7 +74,7 @@ pub fn beside_heartbeat<F: Future>(code: F) -> Result<(F::Output, Beats), String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::server::RedisServer;
+    use crate::infra::server::RedisServer;
 
     /// Long past any scheduling delay, short of the 1 s the calls wait.
     const HELD: Duration = Duration::from_millis(500);

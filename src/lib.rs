@@ -30,12 +30,14 @@
 //! - [`signals`]: a stack overflow reported as Rust reports it, once loom
 //!   has run in the process too; [`heartbeat`]: whether async code blocks
 //!   its runtime's thread;
+//! - [`infra`]: the real servers subjects run on, below every kind: a
+//!   `redis-server`, a Redis Cluster, the proxy that orders app servers'
+//!   commands, and the client;
 //! - the kinds, a module each, holding its `variant!`, `Lesson` and `suite!`:
 //!   [`limiter`] (lesson 01) and [`shared_limiter`] (02–06), whose lesson is
 //!   [`checks::Lesson`]; [`http`], the `http-layer` kind of lesson 07, a
 //!   tower layer; [`redis`], the `redis-limiter` kind of lesson 08, its state
-//!   in a real `redis-server`, with the server and the proxy that orders app
-//!   servers' commands; [`memory`], the `bounded-limiter` kind of lesson 09,
+//!   in a real `redis-server`; [`memory`], the `bounded-limiter` kind of lesson 09,
 //!   at most `max_keys` keys, reporting through `metrics`; [`async_redis`],
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
@@ -46,11 +48,12 @@
 //! `LAYERS` of `catalog/src/layers.rs` lists and checks (the catalog's
 //! tests fail on a use that looks up a layer, on an import circle, and on a
 //! module this index or ARCHITECTURE.md leaves out): the leaves and the
-//! contract's types, then the facade, then the watchdog, then timelines and
-//! models, then rendering, generators and drivers, then scenarios and how
-//! checks run, then the checks, then the kinds, which use no other kind
-//! (but for lesson 10's, which builds on lessons 07, 08 and 09's: the
-//! layers' check lists what it still uses), then the macros.
+//! contract's types, then the facade, then the watchdog, then the real
+//! servers (`infra`), then timelines and models, then rendering,
+//! generators and drivers, then scenarios and how checks run, then the
+//! checks, then the kinds, which use no other kind (but for lesson 10's,
+//! which builds on lessons 07, 08 and 09's: the layers' check lists what it
+//! still uses), then the macros.
 
 pub mod async_redis;
 pub mod checks;
@@ -60,6 +63,7 @@ pub mod files;
 pub mod gen;
 pub mod heartbeat;
 pub mod http;
+pub mod infra;
 pub mod keys;
 pub mod kind;
 pub mod limiter;

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kata::async_redis::Settings as AsyncSettings;
-use kata::redis::proxy::Proxy;
-use kata::redis::server::RedisServer;
+use kata::infra::proxy::Proxy;
+use kata::infra::server::RedisServer;
 use kata::redis::{Clock, Rule, Settings};
 use kata::{AsyncRateLimiter, RateLimiter, Timestamp};
 use ratelimit_kata_bench::lesson_08::RedisLimiter;

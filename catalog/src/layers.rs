@@ -20,6 +20,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
         "processes and threads watched",
         &["watchdog", "signals", "heartbeat"],
     ),
+    ("the real servers subjects run on", &["infra"]),
     (
         "timelines and models",
         &["timeline", "models", "rules", "keys"],

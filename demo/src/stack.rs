@@ -21,8 +21,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kata::async_redis::{Bounds, Overflow, Settings};
 use kata::http::Clock;
-use kata::redis::cluster::{key_slot, RedisCluster};
-use kata::redis::server::RedisServer;
+use kata::infra::cluster::{key_slot, RedisCluster};
+use kata::infra::server::RedisServer;
 use kata::redis::{Clock as RuleClock, OnFailure, Rule};
 use kata::Timestamp;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 use super::{Rule, Settings};
 use crate::decision::{ConfigError, Decision};
 use crate::drive::Drive;
-use crate::redis::cluster::RedisCluster;
+use crate::infra::cluster::RedisCluster;
 use crate::redis::drive::{settings_at, Limiter, RedisVariant, RuleKind};
 use crate::redis::RedisError;
 use crate::render::call;

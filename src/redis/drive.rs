@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::server::{next_id, RedisServer};
 use super::{OnFailure, Rule, Settings};
 use crate::decision::{describe, ConfigError, Decision, RateLimiter};
 use crate::drive::Drive;
+use crate::infra::server::{next_id, RedisServer};
 use crate::render::call;
 use crate::time::Timestamp;
 

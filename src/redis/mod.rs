@@ -5,24 +5,17 @@
 //! - this module: the contract's types ([`Rule`], [`Clock`], [`OnFailure`],
 //!   [`Settings`], the [`LocalLimiter`] a fallback may use) and the key
 //!   layout;
-//! - [`server`]: a `redis-server` the harness starts on a free loopback
-//!   port, pauses, kills, restarts, and always stops;
-//! - [`cluster`]: a Redis Cluster of three masters with a replica each,
-//!   started the same way (for lesson 10), whose slots move and whose
-//!   masters fail over on a check's command;
-//! - [`proxy`]: a loopback proxy between limiter instances and the server
-//!   that holds each instance's next command and releases commands in every
-//!   order up to a bound (the loom scenarios, between clients);
+//! - [`client`]: the client every implementation connects with, named here
+//!   as the contract names it; it, the real `redis-server` and the proxy
+//!   that orders app servers' commands live below the kinds, in
+//!   [`crate::infra`];
 //! - [`drive`]: how an implementation is built and driven;
 //! - [`checks`]: the checks of the kind;
 //! - `suite`: its tests, as the macro `redis_tests!`.
 
 pub mod checks;
-pub mod cluster;
 pub mod drive;
 pub mod processes;
-pub mod proxy;
-pub mod server;
 mod suite;
 mod variant;
 
@@ -32,6 +25,7 @@ pub use crate::redis_tests as suite;
 /// A lesson of this kind.
 pub type Lesson = checks::RedisLesson;
 
+pub use crate::infra::client;
 /// The error a Redis limiter's `try_check` returns: the redis crate's.
 pub use ::redis::RedisError;
 
@@ -170,17 +164,6 @@ impl Settings {
     pub fn key(&self, key: &str, part: &str) -> String {
         format!("{}{{k:{key}}}:{part}", self.prefix)
     }
-}
-
-/// A client for `url` that sends nothing when it connects: the redis
-/// crate would otherwise send `CLIENT SETINFO` twice and wait for each
-/// reply, and a connection to a server that does not answer would then take
-/// more than one timeout before the call's own command was even sent.
-pub fn client(url: &str) -> Result<redis::Client, RedisError> {
-    use redis::IntoConnectionInfo as _;
-    let info = url.into_connection_info()?;
-    let quiet = info.redis_settings().clone().set_skip_set_lib_name();
-    redis::Client::open(info.set_redis_settings(quiet))
 }
 
 impl Rule {

@@ -18,10 +18,10 @@ use std::time::Duration;
 use super::drive::{
     in_turn, settings_on, BuildRedis, Limiter, RedisVariant, RuleKind, RULES, SERVERS,
 };
-use super::server::RedisServer;
 use super::{OnFailure, Settings};
 use crate::decision::{ConfigError, Decision};
 use crate::drive::{Drive, Implementations};
+use crate::infra::server::RedisServer;
 use crate::time::Timestamp;
 use crate::timeline::parse_decisions;
 use crate::watchdog::{take_panic, time_limit};

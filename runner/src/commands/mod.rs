@@ -99,8 +99,8 @@ pub fn reach(entry: &Entry, all: bool, milestone: Option<usize>) -> Result<Reach
 }
 
 pub fn run_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
-    if entry.kind.needs_redis() && !on_path(&kata::redis::server::program()) {
-        eprintln!("{}\n", kata::redis::server::INSTALL);
+    if entry.kind.needs_redis() && !on_path(&kata::infra::server::program()) {
+        eprintln!("{}\n", kata::infra::server::INSTALL);
     }
     let outcome = suite::run(root, &entry.name, "learner");
     (

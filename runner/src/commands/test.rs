@@ -15,8 +15,8 @@ use super::{on_path, paint, painted_state, spinner};
 /// One lesson's summary; the exit code says whether every check run passed
 /// and, without `--milestone`, whether the lesson passed.
 pub fn summarize(root: &Path, entry: &Entry, details: bool, reach: Reach) -> ExitCode {
-    if entry.kind.needs_redis() && !on_path(&kata::redis::server::program()) {
-        eprintln!("{}\n", kata::redis::server::INSTALL);
+    if entry.kind.needs_redis() && !on_path(&kata::infra::server::program()) {
+        eprintln!("{}\n", kata::infra::server::INSTALL);
     }
     let total = entry.milestones.len();
     println!("lesson {:02}, {}", entry.number, entry.title);

@@ -8,7 +8,7 @@ use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::redis::proxy::read_command;
+use crate::infra::proxy::read_command;
 
 #[derive(Default)]
 struct Counts {

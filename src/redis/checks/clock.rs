@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::RedisLesson;
 use crate::decision::{describe, Decision};
+use crate::infra::server::RedisServer;
 use crate::redis::drive::{settings_on, GRACE, SERVERS};
-use crate::redis::server::RedisServer;
 use crate::redis::{Clock, Rule};
 use crate::render::call;
 use crate::text::count;

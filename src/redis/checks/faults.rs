@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use super::RedisLesson;
 use crate::decision::{describe, Decision};
+use crate::infra::proxy::Proxy;
+use crate::infra::server::RedisServer;
 use crate::redis::drive::{local, policy_answer, settings_on, RuleKind, RULES};
-use crate::redis::proxy::Proxy;
-use crate::redis::server::RedisServer;
 use crate::redis::OnFailure;
 use crate::render::call;
 use crate::time::Timestamp;
@@ -87,7 +87,7 @@ impl RedisLesson {
             |server, _| {
                 // A master no one listens for: the replica never syncs, so it
                 // keeps its data and answers reads, and refuses writes.
-                let port = crate::redis::server::free_port().expect("a free port");
+                let port = crate::infra::server::free_port().expect("a free port");
                 admin(server, &["REPLICAOF", "127.0.0.1", &port.to_string()]);
             },
             |server, _| {
@@ -318,7 +318,7 @@ impl RedisLesson {
     /// policy's answer within the timeout, for a limiter that has never
     /// connected.
     pub fn follows_its_failure_policy_when_the_server_is_unreachable(&self) {
-        let unreachable = crate::redis::server::Unreachable::new();
+        let unreachable = crate::infra::server::Unreachable::new();
         let at = Timestamp::from_secs(10);
         for on_failure in [
             OnFailure::Closed {

@@ -5,7 +5,7 @@
 //! servers taking turns over one Redis ([`RedisLesson::servers`]). What it
 //! cannot say is checked here: races between app servers (the loom
 //! scenarios, explored over the order of Redis commands by the
-//! [`proxy`](super::proxy)), the failure policy with the server paused,
+//! [`proxy`](crate::infra::proxy)), the failure policy with the server paused,
 //! killed and restarted, keys and their times to live, the server's clock,
 //! and the "N app servers" drawings.
 //!
@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use super::drive::{single, RedisVariant, RuleKind, RULES};
 use super::processes::servers;
-use super::proxy::Step;
 use crate::checks::Lesson;
 use crate::decision::ConfigError;
 use crate::drive::{Drive, Pace, Variant};
+use crate::infra::proxy::Step;
 use crate::kind::{Facts, Kind, Subjects};
 
 /// Lesson 08: what the catalog says of it, its subjects, and the lessons

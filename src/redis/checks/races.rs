@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::RedisLesson;
 use crate::decision::Decision;
+use crate::infra::proxy::Proxy;
+use crate::infra::proxy::Step;
+use crate::infra::server::RedisServer;
 use crate::redis::drive::{settings_on, Limiter, RuleKind};
-use crate::redis::proxy::Proxy;
-use crate::redis::proxy::Step;
-use crate::redis::server::RedisServer;
 use crate::render::call;
 use crate::scenarios::{
     compact, first_wrong_in_order, linearizable, linearizations, not_a_race, show_answers,
@@ -229,7 +229,7 @@ fn one_at_a_time(s: &Scenario, steps: &[Step]) -> Option<Vec<(usize, usize)>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::proxy::Command;
+    use crate::infra::proxy::Command;
 
     fn steps(clients: &[usize]) -> Vec<Step> {
         clients

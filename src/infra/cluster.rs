@@ -19,7 +19,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::server::{free_port, next_id, RedisServer};
+use crate::infra::server::{free_port, next_id, RedisServer};
 
 /// The masters of a cluster; each has one replica.
 pub const MASTERS: usize = 3;
@@ -90,12 +90,12 @@ fn crc16(bytes: &[u8]) -> u16 {
 /// The cluster's commands here (`ADDSLOTSRANGE`, `--cluster-port`) are
 /// Redis 7's: an older `redis-server` is refused with a sentence.
 fn version_7_or_later() -> Result<(), String> {
-    let program = super::server::program();
+    let program = crate::infra::server::program();
     let out = std::process::Command::new(&program)
         .arg("--version")
         .output()
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => super::server::INSTALL.to_string(),
+            std::io::ErrorKind::NotFound => crate::infra::server::INSTALL.to_string(),
             _ => format!("{program} --version did not run: {e}"),
         })?;
     let said = String::from_utf8_lossy(&out.stdout);
@@ -298,7 +298,7 @@ impl RedisCluster {
                         .map_err(|e| format!("a cluster node did not say its id: {e}"))?;
                     return Ok(Node { server, id, bus });
                 }
-                Err(e) if e == super::server::INSTALL => return Err(e),
+                Err(e) if e == crate::infra::server::INSTALL => return Err(e),
                 Err(e) => last = e,
             }
         }
@@ -320,7 +320,7 @@ impl RedisCluster {
         let node = &self.nodes[i];
         let said =
             |e: redis::RedisError| format!("node {} (port {}): {e}", i + 1, node.server.port());
-        let mut con = super::client(&node.server.url())
+        let mut con = crate::infra::client(&node.server.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(2)))
             .map_err(said)?;
         let _ = con.set_read_timeout(Some(Duration::from_secs(5)));

@@ -167,7 +167,7 @@ impl RedisServer {
         match ready {
             Ok(Ok(())) => {
                 // And it answers.
-                let pong: Result<String, _> = super::client(&self.url())
+                let pong: Result<String, _> = crate::infra::client(&self.url())
                     .and_then(|c| c.get_connection_with_timeout(READY_WITHIN))
                     .and_then(|mut c| redis::cmd("PING").query(&mut c));
                 match pong {
@@ -219,7 +219,7 @@ impl RedisServer {
 
     /// A connection of the harness's own, straight to the server.
     pub fn admin(&self) -> redis::Connection {
-        super::client(&self.url())
+        crate::infra::client(&self.url())
             .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
             .unwrap_or_else(|e| {
                 panic!(
