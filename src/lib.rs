@@ -16,6 +16,8 @@
 //! - [`models`], [`rules`]: an executable model of each algorithm, straight
 //!   from the contract (`lessons/CONTRACT.md`), and the rules the kinds built
 //!   from a rule are checked under;
+//! - [`store`]: the bounded store lessons 09 and 10 keep, its model and
+//!   the metrics recorder the checks install;
 //! - [`timeline`], [`gen`], [`keys`]: timelines, their notation and their
 //!   generators, and the keys a limiter can confuse;
 //! - [`render`]: tables and strip charts of timelines;
@@ -79,6 +81,7 @@ pub mod shared_limiter;
 pub mod signals;
 pub mod snapshot;
 pub mod source;
+pub mod store;
 pub mod subject;
 pub mod sync;
 pub mod text;

@@ -23,7 +23,7 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("the real servers subjects run on", &["infra"]),
     (
         "timelines and models",
-        &["timeline", "models", "rules", "keys"],
+        &["timeline", "models", "rules", "keys", "store"],
     ),
     (
         "drawings, generators and drivers",
@@ -52,7 +52,7 @@ const KINDS: &str = "the kinds";
 /// they share is still to be moved below the kinds. The check fails on a
 /// use of a kind by a kind not listed here, and on a listing no use needs,
 /// so that the list only shrinks.
-pub const NOT_YET_BELOW: &[(&str, &[&str])] = &[("async_redis", &["http", "memory", "redis"])];
+pub const NOT_YET_BELOW: &[(&str, &[&str])] = &[("async_redis", &["http", "redis"])];
 
 /// The crates whose modules must not import in a circle.
 pub const CRATES: [&str; 5] = ["src", "runner/src", "catalog/src", "demo/src", "bench/src"];

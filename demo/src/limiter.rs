@@ -6,9 +6,9 @@
 use std::sync::Mutex;
 
 use kata::http::Policy;
-use kata::memory::model::BoundedModel;
 use kata::memory::{Bounds, Overflow, Rule};
 use kata::models::Algorithm;
+use kata::store::model::BoundedModel;
 use kata::{Decision, RateLimiter, Timestamp};
 
 pub struct Metered {

@@ -7,8 +7,8 @@ use std::sync::Mutex;
 
 use super::Rule;
 use crate::decision::{ConfigError, Decision, RateLimiter};
-use crate::memory::model::BoundedModel;
-use crate::memory::Bounds;
+use crate::store::model::BoundedModel;
+use crate::store::Bounds;
 use crate::time::Timestamp;
 use crate::timeline::Config;
 
@@ -127,7 +127,7 @@ impl std::fmt::Display for Reason {
 /// and its fallback's decisions by [`Reason`]. Every series carries the
 /// label `policy` (`Settings::local.policy`), and none a client's key.
 pub mod metric {
-    pub use crate::memory::metric::*;
+    pub use crate::store::metric::*;
 
     /// Counter, labels `policy` and `reason`: one per decision the failure
     /// policy made (each also counted in `ratelimit_decisions_total`).

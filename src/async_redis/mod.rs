@@ -25,8 +25,8 @@ pub use crate::async_redis_tests as suite;
 /// A lesson of this kind.
 pub type Lesson = checks::AsyncLesson;
 
-pub use crate::memory::{Bounds, Overflow};
 pub use crate::redis::{Clock, OnFailure, RedisError, Rule, SettingsError};
+pub use crate::store::{Bounds, Overflow};
 pub use fallback::{metric, LocalLimiter, Reason};
 
 use std::time::Duration;

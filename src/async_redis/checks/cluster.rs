@@ -420,7 +420,7 @@ impl AsyncLesson {
     /// is back, Redis answers again.
     pub fn cluster_down_gets_the_policy(&self) {
         use crate::async_redis::{metric, Reason};
-        use crate::memory::metrics::Recorded;
+        use crate::store::metrics::Recorded;
         let (cluster, settings) = own_cluster();
         let kind = RuleKind::FixedWindow;
         let key = "d".to_string();
@@ -478,7 +478,7 @@ impl AsyncLesson {
         // the timeout); the calls after it as many as got the policy.
         let counted = recorder.read();
         let fallbacks = |reason: Reason| {
-            let series = crate::memory::metrics::series(
+            let series = crate::store::metrics::series(
                 metric::FALLBACKS,
                 &[
                     (metric::POLICY, settings.local.policy.as_str()),

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use crate::decision::{describe, Decision};
 use crate::memory::drive::{Bounded, BoundedVariant};
-use crate::memory::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
-use crate::memory::model::BoundedModel;
 use crate::memory::{Bounds, Rule};
 use crate::render::call;
+use crate::store::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
+use crate::store::model::BoundedModel;
 use crate::time::Timestamp;
 use crate::timeline::{parse_decisions, Request, Timeline};
 use crate::watchdog::progress;

@@ -4,7 +4,7 @@
 //! once per rule ([`BoundedLesson::rule`]), on a limiter with room for
 //! every key that is swept each time the clock moves on: forgetting must
 //! never change an answer. What it cannot say is checked here, step by step
-//! against [`BoundedModel`](super::model::BoundedModel): the keys held,
+//! against [`BoundedModel`](crate::store::model::BoundedModel): the keys held,
 //! what a sweep forgets, the overflow answers of a full store, the metrics,
 //! shadow mode, and a flood of a million keys weighed in bytes.
 //!

@@ -7,9 +7,9 @@ use super::case::{compare_run, nth_step, Case, Step};
 use super::BoundedLesson;
 use crate::gen::{timelines, Shape};
 use crate::memory::drive::RuleKind;
-use crate::memory::model::BoundedModel;
 use crate::memory::{Bounds, Overflow};
 use crate::run::run_cases;
+use crate::store::model::BoundedModel;
 use crate::time::Timestamp;
 use crate::timeline::{Request, Timeline};
 

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use super::{parse_steps, Answer, Case, Step};
 use crate::memory::drive::{Bounded, BuildBounded, RuleKind};
-use crate::memory::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
-use crate::memory::model::BoundedModel;
 use crate::memory::{Bounds, Overflow, Rule};
 use crate::scenarios::{not_a_race, CallLog, A_RACE};
+use crate::store::metrics::{expected_metrics, same_metrics, Metrics, Recorded};
+use crate::store::model::BoundedModel;
 
 /// A step's answer by the model, which takes it.
 fn apply(m: &mut BoundedModel, s: &Step) -> Answer {
@@ -335,7 +335,7 @@ impl Race {
         parts.push(format!("then keys_held() = {}", r.held));
         parts.push(format!(
             "and the metrics {}",
-            crate::memory::metrics::show_metrics(&r.metrics)
+            crate::store::metrics::show_metrics(&r.metrics)
         ));
         parts.join("; ")
     }

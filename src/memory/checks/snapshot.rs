@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::case::{model_run, parse_steps, subject_run, Case, Seen};
 use super::BoundedLesson;
 use crate::memory::drive::{BoundedVariant, RULES};
-use crate::memory::metrics::series;
 use crate::memory::{metric, Bounds, Overflow, Rule};
 use crate::snapshot::assert_snapshot;
+use crate::store::metrics::series;
 use crate::watchdog::time_limit;
 
 impl BoundedLesson {
