@@ -207,3 +207,18 @@ fn a_call_that_is_late_in_some_order_may_be_denied() {
         &too_many
     ));
 }
+
+/// What the harness notes of a call (written in this folder) is shown
+/// without its file and line: the learner's own operations carry theirs.
+#[test]
+fn the_harness_s_own_notes_carry_no_file() {
+    let op = Op {
+        thread: 1,
+        at: std::panic::Location::caller(),
+        what: "check(\"a\", 0ns) called".into(),
+    };
+    assert_eq!(
+        super::trace::show_trace(&[op]),
+        "  thread 1  check(\"a\", 0ns) called\n"
+    );
+}

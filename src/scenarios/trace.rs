@@ -12,7 +12,7 @@ pub(super) fn show_trace(ops: &[Op]) -> String {
         .iter()
         .map(|op| {
             let file = tidy_path(op.at.file());
-            if file.ends_with("src/scenarios.rs") {
+            if file.contains("src/scenarios/") {
                 format!("  thread {}  {}", op.thread, op.what)
             } else {
                 format!(
