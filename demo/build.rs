@@ -42,12 +42,12 @@ fn main() {
         .filter(|n| !n.is_empty());
     let lesson = match &stack {
         Some(number) => catalog.lessons.iter().find(|l| {
-            l.number.to_string() == *number && l.kind == kata_catalog::Kind::AsyncRedisLimiter
+            l.number.to_string() == *number && l.kind.serves() == Some(kata_catalog::Serves::Stack)
         }),
         None => catalog
             .lessons
             .iter()
-            .find(|l| l.kind.serves() && l.kind != kata_catalog::Kind::AsyncRedisLimiter),
+            .find(|l| l.kind.serves() == Some(kata_catalog::Serves::Layer)),
     };
     let Some(lesson) = lesson else {
         println!(

@@ -43,6 +43,8 @@
 //!   at most `max_keys` keys, reporting through `metrics`; [`async_redis`],
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
+//! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
+//!   its module, so that the runner names no kind;
 //! - `macros`: [`lesson!`] and `define_lesson!`, what every kind's
 //!   `variant!` uses, and the groups of tests the kinds of limiter share.
 //!
@@ -68,6 +70,7 @@ pub mod http;
 pub mod infra;
 pub mod keys;
 pub mod kind;
+pub mod kinds;
 pub mod limiter;
 mod macros;
 pub mod memory;

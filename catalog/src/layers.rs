@@ -42,7 +42,10 @@ pub const LAYERS: &[(&str, &[&str])] = &[
             "async_redis",
         ],
     ),
-    ("the macros every lesson's tests expand", &["macros"]),
+    (
+        "what is asked of the kinds and the macros every lesson's tests expand",
+        &["kinds", "macros"],
+    ),
 ];
 
 /// The layer of [`LAYERS`] whose modules are kinds of lesson.
@@ -53,6 +56,18 @@ const KINDS: &str = "the kinds";
 /// use of a kind by a kind not listed here, and on a listing no use needs,
 /// so that the list only shrinks.
 pub const NOT_YET_BELOW: &[(&str, &[&str])] = &[("async_redis", &["http", "redis"])];
+
+/// The folders whose code decides nothing by naming a kind of lesson: what
+/// the runner, the self-check, the bench and the demo do differently for a
+/// kind is the kind's own (a catalog fact, or a function of the kind in the
+/// harness, through `kata::kinds`).
+pub const KIND_BLIND: [&str; 3] = ["runner", "bench", "demo"];
+
+/// The files of [`KIND_BLIND`] that still name a kind: the code they
+/// generate per kind is still to become the kind's. The check fails on a
+/// file not listed here that names one, and on a listed file that no
+/// longer does, so that the list only shrinks.
+pub const NOT_YET_BLIND: &[&str] = &["bench/build.rs"];
 
 /// The crates whose modules must not import in a circle.
 pub const CRATES: [&str; 5] = ["src", "runner/src", "catalog/src", "demo/src", "bench/src"];
@@ -312,6 +327,7 @@ pub fn problems(root: &Path) -> Vec<String> {
             ));
         }
     }
+    found.extend(kinds_named(root));
     let harness = Graph::of(&root.join("src"));
     found.extend(layer_problems(&harness));
     found.extend(unlisted_modules(root, &harness));
@@ -375,6 +391,58 @@ fn layer_problems(harness: &Graph) -> Vec<String> {
         if said.insert((a.clone(), b.clone())) {
             found.push(format!(
                 "src/: `{a}` {why} (first seen: `{from}` uses `{to}`)"
+            ));
+        }
+    }
+    found
+}
+
+/// The files of [`KIND_BLIND`] (their tests left out) that name a kind of
+/// the catalog (`Kind::HttpLayer`), but for [`NOT_YET_BLIND`]'s.
+fn kinds_named(root: &Path) -> Vec<String> {
+    let variants: Vec<String> = crate::Kind::ALL
+        .iter()
+        .map(|k| format!("Kind::{k:?}"))
+        .collect();
+    let mut found = Vec::new();
+    let mut files = Vec::new();
+    for dir in KIND_BLIND {
+        crate::problems::walk(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut naming = BTreeSet::new();
+    for file in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+    {
+        let relative = file
+            .strip_prefix(root)
+            .unwrap_or(file)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if relative.contains("/tests/")
+            || relative.ends_with("/tests.rs")
+            || relative.contains("/target/")
+        {
+            continue;
+        }
+        let text = without_tests(&std::fs::read_to_string(file).unwrap_or_default());
+        let Some(named) = variants.iter().find(|v| text.contains(v.as_str())) else {
+            continue;
+        };
+        naming.insert(relative.clone());
+        if !NOT_YET_BLIND.contains(&relative.as_str()) {
+            found.push(format!(
+                "{relative}: names `{named}`: what it decides for that kind belongs to the kind \
+                 (a fact of kata_catalog::Kind, or the kind's own function through kata::kinds)"
+            ));
+        }
+    }
+    for listed in NOT_YET_BLIND {
+        if !naming.contains(*listed) {
+            found.push(format!(
+                "catalog/src/layers.rs: NOT_YET_BLIND lists {listed}, which names no kind any \
+                 more: take it off the list"
             ));
         }
     }
@@ -543,6 +611,41 @@ mod time;
                 "src/lib.rs: the index does not name `text`",
                 "ARCHITECTURE.md: the table of the harness's modules lists `gone.rs`, which is \
                  no module of src/",
+            ]
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A runner, bench or demo file that names a kind is named, but for
+    /// the files still listed; a listed file that names none is named too.
+    #[test]
+    fn names_a_file_that_decides_by_naming_a_kind() {
+        let dir = std::env::temp_dir().join(format!("kata-blind-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (path, text) in [
+            (
+                "runner/src/serve.rs",
+                "if kind == kata_catalog::Kind::HttpLayer {}\n",
+            ),
+            (
+                "runner/src/fine.rs",
+                "if kind.serves().is_some() {}\n#[cfg(test)]\nmod tests {\n    Kind::Limiter;\n}\n",
+            ),
+            ("demo/tests/t.rs", "Kind::Limiter\n"),
+            ("bench/build.rs", "nothing\n"),
+        ] {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        }
+        assert_eq!(
+            kinds_named(&dir),
+            [
+                "runner/src/serve.rs: names `Kind::HttpLayer`: what it decides for that kind \
+                 belongs to the kind (a fact of kata_catalog::Kind, or the kind's own function \
+                 through kata::kinds)",
+                "catalog/src/layers.rs: NOT_YET_BLIND lists bench/build.rs, which names no kind \
+                 any more: take it off the list",
             ]
         );
         let _ = std::fs::remove_dir_all(&dir);

@@ -62,6 +62,15 @@ pub enum Kind {
     AsyncRedisLimiter,
 }
 
+/// What `cargo run -- serve` serves of a lesson ([`Kind::serves`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Serves {
+    /// Its layer, in front of the demo's API (`serve`).
+    Layer,
+    /// Its whole stack, as app server processes (`serve --servers N`).
+    Stack,
+}
+
 impl Kind {
     pub const ALL: [Kind; 6] = [
         Kind::Limiter,
@@ -106,15 +115,28 @@ impl Kind {
         }
     }
 
-    /// Whether `cargo run -- serve` serves a lesson of this kind: its layer
-    /// (`http-layer`), or its whole stack as app server processes
-    /// (`async-redis-limiter`, `serve --servers N`).
-    pub fn serves(self) -> bool {
+    /// What `cargo run -- serve` serves of a lesson of this kind, if
+    /// anything: its layer (`http-layer`), or its whole stack as app server
+    /// processes (`async-redis-limiter`, `serve --servers N`).
+    pub fn serves(self) -> Option<Serves> {
         match self {
-            Kind::HttpLayer | Kind::AsyncRedisLimiter => true,
-            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => {
-                false
-            }
+            Kind::HttpLayer => Some(Serves::Layer),
+            Kind::AsyncRedisLimiter => Some(Serves::Stack),
+            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => None,
+        }
+    }
+
+    /// Whether the self-check runs a lesson of this kind beside the
+    /// runner's own tests: its checks start no server and no process of
+    /// their own, so the two share the machine without slowing each other's
+    /// watched calls.
+    pub fn runs_beside_the_runner(self) -> bool {
+        match self {
+            Kind::Limiter | Kind::SharedLimiter => true,
+            Kind::HttpLayer
+            | Kind::RedisLimiter
+            | Kind::BoundedLimiter
+            | Kind::AsyncRedisLimiter => false,
         }
     }
 

@@ -298,51 +298,11 @@ fn rank(kind: Kind) -> u8 {
 }
 
 /// What `cargo run -- compare N [TIMELINE]` asks a lesson of `kind` to
-/// draw: TIMELINE, or the kind's own first drawing (lesson 09's is its store
-/// under pressure). A TIMELINE the lesson's tests would not accept is
-/// refused here, before anything is built, with their words.
+/// draw: the kind's own answer (TIMELINE, or its first drawing). A TIMELINE
+/// the lesson's tests would not accept is refused here, before anything is
+/// built, with their words.
 pub fn comparison(kind: kata_catalog::Kind, timeline: Option<&str>) -> Result<String, String> {
-    use kata_catalog::Kind as K;
-    let default = match kind {
-        K::BoundedLimiter => kata::memory::checks::STORE_DRAWING,
-        _ => kata::checks::DEFAULT_COMPARISON,
-    };
-    let which = timeline.map_or(default, str::trim).to_string();
-    match kind {
-        K::HttpLayer => {
-            let names: Vec<&str> = kata::http::checks::SNAPSHOTS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
-            if !names.contains(&which.as_str()) {
-                kata::http::exchange::parse(&which).map_err(|e| {
-                    format!(
-                        "{e}; name one of {} or write a timeline as a failure prints it",
-                        names.join(", ")
-                    )
-                })?;
-            }
-        }
-        // The store's drawing, a store's steps (`a@0 sweep@1000`), or a
-        // timeline every lesson shares, drawn for each rule.
-        K::BoundedLimiter => {
-            let drawn = which == kata::memory::checks::STORE_DRAWING
-                || kata::memory::checks::parse_steps(&which).is_ok()
-                || kata::memory::checks::Case::read(&which).is_ok();
-            if !drawn {
-                kata::timeline::Standard::resolve(&which).map_err(|e| {
-                    format!(
-                        "{e}; or name lesson 09's drawing, {}",
-                        kata::memory::checks::STORE_DRAWING
-                    )
-                })?;
-            }
-        }
-        _ => {
-            kata::timeline::Standard::resolve(&which)?;
-        }
-    }
-    Ok(which)
+    kata::kinds::comparison(kind.module(), timeline)
 }
 
 /// What cargo and libtest print around the comparison, which says nothing

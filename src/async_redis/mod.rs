@@ -22,6 +22,8 @@ mod variant;
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__async_redis_variant as variant;
 pub use crate::async_redis_tests as suite;
+// What `cargo run -- compare` draws: the timelines every limiter shares.
+pub use crate::checks::comparison;
 /// A lesson of this kind.
 pub type Lesson = checks::AsyncLesson;
 

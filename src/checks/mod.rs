@@ -89,6 +89,16 @@ impl Lesson {
 /// What `cargo run -- compare N` shows when no timeline is named.
 pub const DEFAULT_COMPARISON: &str = "first_look";
 
+/// What `cargo run -- compare N [TIMELINE]` draws for a lesson whose kind
+/// draws the timelines every limiter shares: TIMELINE, or
+/// [`DEFAULT_COMPARISON`]. A TIMELINE the lesson's tests would not accept
+/// is refused with their words, before anything is built.
+pub fn comparison(timeline: Option<&str>) -> Result<String, String> {
+    let which = timeline.map_or(DEFAULT_COMPARISON, str::trim).to_string();
+    crate::timeline::Standard::resolve(&which)?;
+    Ok(which)
+}
+
 /// The command that replays a failing timeline beside the reference's
 /// answers, quoted for a POSIX shell.
 pub fn replay(number: u32, timeline: &Timeline) -> String {

@@ -42,6 +42,26 @@ mod variant;
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__http_variant as variant;
 pub use crate::http_tests as suite;
+
+/// What `cargo run -- compare 7 [TIMELINE]` draws: one of the layer's
+/// drawings ([`checks::SNAPSHOTS`], the first by default) or an HTTP
+/// timeline as a failure prints it; anything else is refused with the
+/// parser's words.
+pub fn comparison(timeline: Option<&str>) -> Result<String, String> {
+    let which = timeline
+        .map_or(crate::checks::DEFAULT_COMPARISON, str::trim)
+        .to_string();
+    let names: Vec<&str> = checks::SNAPSHOTS.iter().map(|(n, _)| *n).collect();
+    if !names.contains(&which.as_str()) {
+        exchange::parse(&which).map_err(|e| {
+            format!(
+                "{e}; name one of {} or write a timeline as a failure prints it",
+                names.join(", ")
+            )
+        })?;
+    }
+    Ok(which)
+}
 /// A lesson of this kind.
 pub type Lesson = checks::HttpLesson;
 

@@ -3,8 +3,10 @@
 //! [`Lesson`](crate::checks::Lesson), its subjects [`Variant`](crate::Variant)s
 //! over std, its suite the checks every limiter passes.
 
+// What `cargo run -- compare` draws: the timelines every limiter shares.
 pub use crate::__limiter_suite as suite;
 pub use crate::__limiter_variant as variant;
+pub use crate::checks::comparison;
 
 /// A lesson of this kind.
 pub type Lesson = crate::checks::Lesson;

@@ -24,6 +24,28 @@ pub use crate::bounded_tests as suite;
 /// A lesson of this kind.
 pub type Lesson = checks::BoundedLesson;
 
+/// What `cargo run -- compare 9 [TIMELINE]` draws: the store under
+/// pressure (the default), a store's steps (`a@0 sweep@1000`), a case as a
+/// failure prints it, or a timeline every lesson shares, drawn for each
+/// rule; anything else is refused with the timelines' words.
+pub fn comparison(timeline: Option<&str>) -> Result<String, String> {
+    let which = timeline
+        .map_or(checks::STORE_DRAWING, str::trim)
+        .to_string();
+    let drawn = which == checks::STORE_DRAWING
+        || checks::parse_steps(&which).is_ok()
+        || checks::Case::read(&which).is_ok();
+    if !drawn {
+        crate::timeline::Standard::resolve(&which).map_err(|e| {
+            format!(
+                "{e}; or name lesson 09's drawing, {}",
+                checks::STORE_DRAWING
+            )
+        })?;
+    }
+    Ok(which)
+}
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -3,8 +3,10 @@
 //! subjects are compiled over std and again over loom; its suite is the
 //! `limiter` kind's and the loom scenarios.
 
+// What `cargo run -- compare` draws: the timelines every limiter shares.
 pub use crate::__shared_limiter_suite as suite;
 pub use crate::__shared_limiter_variant as variant;
+pub use crate::checks::comparison;
 
 /// A lesson of this kind.
 pub type Lesson = crate::checks::Lesson;

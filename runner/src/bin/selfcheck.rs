@@ -20,7 +20,7 @@ use std::path::Path;
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-use kata_catalog::{Catalog, Kind as CatalogKind, Lesson};
+use kata_catalog::{Catalog, Lesson};
 use kata_runner::suite::{self, Binaries, Kind, Outcome, Until};
 
 /// What a subject must do to the suite.
@@ -371,10 +371,7 @@ fn main() -> ExitCode {
         .flat_map(|l| subjects(l).into_iter().map(move |(s, e)| (l, s, e)))
         .collect();
     for (i, (lesson, subject, expect)) in plan.iter().enumerate() {
-        if !matches!(
-            lesson.kind,
-            CatalogKind::Limiter | CatalogKind::SharedLimiter
-        ) {
+        if !lesson.kind.runs_beside_the_runner() {
             join_runner(&mut rows);
         }
         progress(i, plan.len(), &format!("{} {subject}", lesson.name()));

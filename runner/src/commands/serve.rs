@@ -20,17 +20,20 @@ pub fn serve(
 ) -> Done {
     // `--servers N`: the lesson whose whole stack serves as app servers;
     // else the lesson whose layer serves.
-    let stack = |e: &&Entry| e.kind == kata_catalog::Kind::AsyncRedisLimiter;
-    let entry = match servers {
-        Some(_) => lessons.iter().find(|e| e.kind.serves() && stack(e)),
-        None => lessons.iter().find(|e| e.kind.serves() && !stack(e)),
-    }
-    .ok_or_else(|| {
-        Refusal(match servers {
-            Some(_) => "no lesson of this kata serves its whole stack as app servers".into(),
-            None => "no lesson of this kata is of a kind that serves (an HTTP layer)".into(),
-        })
-    })?;
+    use kata_catalog::Serves;
+    let wanted = match servers {
+        Some(_) => Serves::Stack,
+        None => Serves::Layer,
+    };
+    let entry = lessons
+        .iter()
+        .find(|e| e.kind.serves() == Some(wanted))
+        .ok_or_else(|| {
+            Refusal(match servers {
+                Some(_) => "no lesson of this kata serves its whole stack as app servers".into(),
+                None => "no lesson of this kata is of a kind that serves (an HTTP layer)".into(),
+            })
+        })?;
     println!(
         "building {} ({}) ...",
         entry.name,
