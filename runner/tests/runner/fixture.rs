@@ -109,6 +109,22 @@ pub fn package(dir: &Path, name: &str, dependencies: &str) -> String {
     )
 }
 
+/// Writes a fixture kata's manifest and lets cargo settle its lock file
+/// (the kata's own, less what the fixture does not use) before any test
+/// runs: a lock file cargo rewrites on the first build would change the
+/// fingerprint of the lesson built first, and its outcome would never be
+/// found in the cache again.
+fn finish(dir: &Path, manifest: &str) {
+    put(&dir.join("Cargo.toml"), manifest);
+    let settled = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--offline", "--format-version", "1"])
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("cargo starts");
+    assert!(settled.success(), "cargo metadata in {}", dir.display());
+}
+
 /// Writes the fixture kata once per test run and returns its folder.
 pub fn kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
@@ -160,7 +176,7 @@ pub fn kata() -> &'static Path {
             );
         }
         put(&dir.join("lessons/lessons.toml"), &catalog);
-        put(&dir.join("Cargo.toml"), &manifest);
+        finish(&dir, &manifest);
         dir
     })
 }
@@ -183,7 +199,7 @@ pub fn layer_kata() -> &'static Path {
              tower = { version = \"0.5\", default-features = false }\n\
              serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
         );
-        put(&dir.join("Cargo.toml"), &manifest);
+        finish(&dir, &manifest);
         put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
         let layer = read("solutions/lesson_07.rs");
         for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
@@ -209,7 +225,7 @@ pub fn stack_kata() -> &'static Path {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
         let manifest = package(&dir, "runner-stack-fixture", "");
-        put(&dir.join("Cargo.toml"), &manifest);
+        finish(&dir, &manifest);
         put(
             &dir.join("lessons/lessons.toml"),
             "[[lesson]]\nnumber = 10\ntitle = \"The stack\"\nkind = \"async-redis-limiter\"\n\
