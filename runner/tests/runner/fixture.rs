@@ -199,7 +199,6 @@ pub fn layer_kata() -> &'static Path {
              tower = { version = \"0.5\", default-features = false }\n\
              serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
         );
-        finish(&dir, &manifest);
         put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
         let layer = read("solutions/lesson_07.rs");
         for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
@@ -207,6 +206,7 @@ pub fn layer_kata() -> &'static Path {
         }
         put(&dir.join("lessons/lesson_07.md"), "# Lesson 07 — The layer\n");
         put(&dir.join("tests/lesson_07.rs"), "kata::lesson!();\n");
+        finish(&dir, &manifest);
         dir
     })
 }
@@ -225,7 +225,6 @@ pub fn stack_kata() -> &'static Path {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
         let manifest = package(&dir, "runner-stack-fixture", "");
-        finish(&dir, &manifest);
         put(
             &dir.join("lessons/lessons.toml"),
             "[[lesson]]\nnumber = 10\ntitle = \"The stack\"\nkind = \"async-redis-limiter\"\n\
@@ -244,6 +243,7 @@ pub fn stack_kata() -> &'static Path {
             "# Lesson 10 — The stack\n",
         );
         put(&dir.join("tests/lesson_10.rs"), "kata::lesson!();\n");
+        finish(&dir, &manifest);
         dir
     })
 }
