@@ -7,6 +7,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use kata_catalog::Measured;
+
 fn main() {
     println!("cargo::rerun-if-env-changed=KATA_BENCH_LESSON");
     println!("cargo::rerun-if-changed=../lessons/lessons.toml");
@@ -31,16 +33,17 @@ fn main() {
             }
         },
     };
-    match lesson {
+    let measured = lesson.as_ref().map(|l| (l, l.kind.measured_as()));
+    match measured {
         None => code.push_str(
             "/// No lesson was asked for.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
         ),
-        Some(l) if !l.kind.measured() => {
+        Some((_, None)) => {
             code.push_str(
                 "/// Not measured here.\npub const LESSON: Option<Lesson> = None;\npub const LAYER: Option<LayerLesson> = None;\n",
             )
         }
-        Some(l) if l.kind == kata_catalog::Kind::HttpLayer => {
+        Some((l, Some(Measured::Layer))) => {
             code.push_str("/// Not a limiter: see `LAYER`.\npub const LESSON: Option<Lesson> = None;\n");
             let body = format!(
                 "pub fn build() -> Result<crate::layer::Svc, kata::http::PolicyError> {{
@@ -55,32 +58,24 @@ fn main() {
     }}",
                 ty = l.type_name
             );
-            let further = learner_and_reference(&mut code, &kata, &l, &body);
+            let further = learner_and_reference(&mut code, &kata, l, &body);
             let _ = writeln!(
                 code,
                 "pub const LAYER: Option<LayerLesson> = Some(LayerLesson {{ number: {}, title: {:?}, learner: learner::build, reference: reference::build, further: &[{further}] }});",
                 l.number, l.title
             );
         }
-        Some(l) => {
+        Some((l, Some(Measured::Decisions { exclusive, arguments }))) => {
             // How one decision is asked of the learner's type: lesson 01's
             // `check(&mut self)` behind a lock, `RateLimiter::check` as is.
-            let (holder, access, wrap) = match l.kind {
-                kata_catalog::Kind::Limiter => (
+            let (holder, access, wrap) = if exclusive {
+                (
                     format!("std::sync::Mutex<imp::{}>", l.type_name),
                     "self.0.lock().unwrap_or_else(|e| e.into_inner())",
                     "Driven(std::sync::Mutex::new(l))",
-                ),
-                _ => (format!("imp::{}", l.type_name), "self.0", "Driven(l)"),
-            };
-            // Lesson 09's limiter is built from a rule and bounds: here, the
-            // token bucket with room for every key the benchmark uses.
-            let args = match l.kind {
-                kata_catalog::Kind::BoundedLimiter => {
-                    "kata::memory::Rule::TokenBucket { capacity: limit, refill_every: period }, \
-                     kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)"
-                }
-                _ => "limit, period",
+                )
+            } else {
+                (format!("imp::{}", l.type_name), "self.0", "Driven(l)")
             };
             let body = format!(
                 "pub struct Driven({holder});
@@ -94,11 +89,11 @@ fn main() {
     }}
 
     pub fn build(limit: u64, period: std::time::Duration) -> Result<Box<dyn crate::Contender>, kata::ConfigError> {{
-        imp::{ty}::new({args}).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
+        imp::{ty}::new({arguments}).map(|l| Box::new({wrap}) as Box<dyn crate::Contender>)
     }}",
                 ty = l.type_name
             );
-            let further = learner_and_reference(&mut code, &kata, &l, &body);
+            let further = learner_and_reference(&mut code, &kata, l, &body);
             code.push_str("/// Not a layer.\npub const LAYER: Option<LayerLesson> = None;\n");
             let _ = writeln!(
                 code,

@@ -1,21 +1,34 @@
-//! The kinds of lesson by the name the catalog gives their module
-//! (`kata_catalog::Kind::module`), for what the runner asks of a lesson's
-//! kind without naming it: the one place above the kinds that lists them.
-//! A new kind adds its line to each function here.
+//! What the runner asks of a lesson's kind without naming it, by the name
+//! the catalog gives the kind's module (`kata_catalog::Kind::module`):
+//! `kinds!(limiter, http, …)` in `src/lib.rs` lists the kinds once, and a
+//! kind in the list that lacks what is asked (`comparison`) does not
+//! compile. A kind of the catalog missing from the list fails this module's
+//! test.
+
+/// [`comparison`] over the kinds' modules, each a `pub mod` of the crate.
+/// Used once, in `src/lib.rs`.
+macro_rules! kinds {
+    ($($kind:ident),+ $(,)?) => {
+        /// The kinds' `comparison`s, by their module's name ([`kinds::comparison`]).
+        fn comparison_of(module: &str, timeline: Option<&str>) -> Option<Result<String, String>> {
+            match module {
+                $(stringify!($kind) => Some($kind::comparison(timeline)),)+
+                _ => None,
+            }
+        }
+    };
+}
+pub(crate) use kinds;
 
 /// What `cargo run -- compare N [TIMELINE]` draws for a lesson of the kind
 /// whose module is `module`: each kind's own `comparison` (TIMELINE checked
 /// as its tests would, or its first drawing).
 pub fn comparison(module: &str, timeline: Option<&str>) -> Result<String, String> {
-    match module {
-        "limiter" => crate::limiter::comparison(timeline),
-        "shared_limiter" => crate::shared_limiter::comparison(timeline),
-        "http" => crate::http::comparison(timeline),
-        "redis" => crate::redis::comparison(timeline),
-        "memory" => crate::memory::comparison(timeline),
-        "async_redis" => crate::async_redis::comparison(timeline),
-        other => Err(format!("the harness has no kind whose module is `{other}`")),
-    }
+    crate::comparison_of(module, timeline).unwrap_or_else(|| {
+        Err(format!(
+            "the harness has no kind whose module is `{module}`"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -57,5 +70,15 @@ mod tests {
         let refused = comparison("http", Some("nosuch")).unwrap_err();
         assert!(refused.contains("behind_a_proxy"), "{refused}");
         assert!(comparison("nosuch", None).is_err());
+    }
+
+    /// Every kind of the catalog is in `kinds!`'s list (`src/lib.rs`).
+    #[test]
+    fn every_kind_of_the_catalog_is_listed() {
+        for kind in kata_catalog::Kind::ALL {
+            if let Err(e) = comparison(kind.module(), None) {
+                assert!(!e.contains("no kind whose module"), "{kind:?}: {e}");
+            }
+        }
     }
 }

@@ -44,7 +44,8 @@
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
 //! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
-//!   its module, so that the runner names no kind;
+//!   its module, so that the runner names no kind (`kinds!` below: a new
+//!   kind is its `pub mod` line and a word there);
 //! - `macros`: [`lesson!`] and `define_lesson!`, what every kind's
 //!   `variant!` uses, and the groups of tests the kinds of limiter share.
 //!
@@ -91,6 +92,9 @@ pub mod text;
 pub mod time;
 pub mod timeline;
 pub mod watchdog;
+
+// What the runner asks of the kinds (each a `pub mod` above), by name.
+kinds::kinds!(limiter, shared_limiter, http, redis, memory, async_redis);
 
 pub use checks::Lesson;
 pub use decision::{AsyncRateLimiter, ConfigError, Decision, RateLimiter};

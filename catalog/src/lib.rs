@@ -71,6 +71,22 @@ pub enum Serves {
     Stack,
 }
 
+/// How `cargo run -- bench` measures a lesson ([`Kind::measured_as`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Measured {
+    /// Its layer, over the bench's limiter, in front of its service.
+    Layer,
+    /// One decision at a time, side by side with governor.
+    Decisions {
+        /// Whether `check` takes `&mut self` (lesson 01's): the bench
+        /// holds it behind a lock, as a server would.
+        exclusive: bool,
+        /// The constructor's arguments, as Rust over `limit: u64` and
+        /// `period: Duration`.
+        arguments: &'static str,
+    },
+}
+
 impl Kind {
     pub const ALL: [Kind; 6] = [
         Kind::Limiter,
@@ -144,9 +160,30 @@ impl Kind {
     /// bench crate's build script writes its code; lesson 08's cost is a
     /// round trip to Redis, not measured).
     pub fn measured(self) -> bool {
+        self.measured_as().is_some()
+    }
+
+    /// How `cargo run -- bench` measures a lesson of this kind, if it does:
+    /// what the bench crate's build script writes for it.
+    pub fn measured_as(self) -> Option<Measured> {
         match self {
-            Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => true,
-            Kind::RedisLimiter | Kind::AsyncRedisLimiter => false,
+            Kind::Limiter => Some(Measured::Decisions {
+                exclusive: true,
+                arguments: "limit, period",
+            }),
+            Kind::SharedLimiter => Some(Measured::Decisions {
+                exclusive: false,
+                arguments: "limit, period",
+            }),
+            Kind::HttpLayer => Some(Measured::Layer),
+            // Built from a rule and bounds: the token bucket, with room for
+            // every key the benchmark uses.
+            Kind::BoundedLimiter => Some(Measured::Decisions {
+                exclusive: false,
+                arguments: "kata::memory::Rule::TokenBucket { capacity: limit, refill_every: period }, \
+                            kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)",
+            }),
+            Kind::RedisLimiter | Kind::AsyncRedisLimiter => None,
         }
     }
 
