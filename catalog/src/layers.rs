@@ -338,7 +338,8 @@ fn layer_problems(harness: &Graph) -> Vec<String> {
     {
         if layer_of(module).is_none() {
             found.push(format!(
-                "src/: the module `{module}` is in no layer (LAYERS in catalog/src/layers.rs)"
+                "src/: the module `{module}` is in no layer (LAYERS in catalog/src/layers.rs) \
+                 and is no kind of the catalog (Kind::module)"
             ));
         }
     }
