@@ -249,7 +249,7 @@ pub const MILESTONE_PAGES: [&str; 4] = [
     "README.md",
     "lessons/instructors.md",
     "lessons/runner.md",
-    "runner/src/class/points.rs",
+    "class-view/src/points.rs",
 ];
 
 /// Sentences of [`MILESTONE_PAGES`] whose lessons with milestones (the
@@ -413,6 +413,7 @@ fn cited_but_missing(root: &Path) -> Vec<String> {
         "catalog",
         "src",
         "runner",
+        "class-view",
         "bench",
         "scripts",
         "demo",

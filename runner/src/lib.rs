@@ -6,13 +6,11 @@
 //! - [`staged`]: a lesson's checks run milestone by milestone and tier by
 //!   tier, stopping at the first failure;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
-//! - [`class`]: a whole class's reports or checkouts, as a table and a page;
 //! - [`load`]: `cargo run -- load`, a running server validated under load.
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
 //! `kata-catalog` crate.
 
-pub mod class;
 pub mod load;
 pub mod report;
 pub mod runner;

@@ -126,8 +126,17 @@ enum Command {
     /// A whole class at a glance, for instructors: from a folder of reports
     /// (`report --json` files), CI artifacts or learners' checkouts (run in a
     /// sandbox), or all three. Prints a table and writes a self-contained
-    /// HTML page; with --points, each learner's points.
-    Class(commands::ClassArgs),
+    /// HTML page; with --points, each learner's points. The instructors'
+    /// crate `kata-class`, built the first time (`class --help`: its options).
+    #[command(disable_help_flag = true)]
+    Class {
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "PATH AND OPTIONS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// Every lesson's state and failing checks, for instructors. Exits 0
     /// when every lesson started passes, 1 otherwise.
     Report {
@@ -140,6 +149,23 @@ enum Command {
     },
 }
 
+/// Takes `--root DIR` (or `--root=DIR`) out of the class view's arguments.
+fn class_root(args: &mut Vec<std::ffi::OsString>) -> Option<PathBuf> {
+    let at = args
+        .iter()
+        .position(|a| a == "--root" || a.to_string_lossy().starts_with("--root="))?;
+    let flag = args.remove(at);
+    match flag.to_string_lossy().strip_prefix("--root=") {
+        Some(value) => Some(PathBuf::from(value)),
+        None if at < args.len() => Some(PathBuf::from(args.remove(at))),
+        // No value: the class view says so.
+        None => {
+            args.insert(at, flag);
+            None
+        }
+    }
+}
+
 fn main() -> ExitCode {
     // Output piped into `head` and closed early ends the runner quietly, as
     // it does any Unix tool, instead of a panic about a broken pipe.
@@ -148,7 +174,14 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    // `class` hands the rest of its line to the class view: a `--root` there
+    // is still the runner's.
+    if let Some(Command::Class { args }) = &mut cli.command {
+        if let Some(root) = class_root(args) {
+            cli.root = Some(root);
+        }
+    }
     // The kata is the folder above this crate (`runner/`), unless told.
     let root = cli
         .root
@@ -176,7 +209,7 @@ fn main() -> ExitCode {
             }
             Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
             Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
-            Some(Command::Class(args)) => class(&root, &lessons, args),
+            Some(Command::Class { args }) => class(&root, &args),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
             Some(Command::Serve {
                 reference,

@@ -196,6 +196,21 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
 
 /// A row for a run of the crates' own tests; their output is shown when
 /// they fail.
+/// The integration tests run beside the lessons: each row's name, its
+/// package and its test target.
+const BESIDE: [(&str, &str, &str); 2] = [
+    (
+        "runner (cargo test -p kata-runner --test runner)",
+        "kata-runner",
+        "runner",
+    ),
+    (
+        "class view (cargo test -p kata-class --test class)",
+        "kata-class",
+        "class",
+    ),
+];
+
 fn harness_row(what: &str, run: std::io::Result<std::process::Output>, seconds: f64) -> Row {
     let ok = matches!(&run, Ok(out) if out.status.success());
     if let (false, Ok(out)) = (ok, &run) {
@@ -275,12 +290,14 @@ fn main() -> ExitCode {
             "-p",
             "kata-runner",
             "-p",
+            "kata-class",
+            "-p",
             "ratelimit-kata-bench",
         ])
         .env("RUST_BACKTRACE", "0")
         .output();
     rows.push(harness_row(
-        "unit tests (catalog, harness, runner, bench: governor's answers)",
+        "unit tests (catalog, harness, runner, class view, bench: governor's answers)",
         unit,
         started_unit.elapsed().as_secs_f64(),
     ));
@@ -326,44 +343,53 @@ fn main() -> ExitCode {
         });
     }
 
-    // The runner driven on its fixtures, built here and run beside the
-    // lessons that need no server (their checks have no tight time limits),
-    // from its binary (a cargo running it would hold the build directory),
-    // once every lesson is built.
-    let runner_tests = "runner (cargo test -p kata-runner --test runner)";
-    let started_runner = Instant::now();
-    let mut beside = match suite::build_tests(root, &["-p", "kata-runner", "--test", "runner"]) {
-        Ok(built) => {
-            let exe = built["runner"].clone();
-            let dir = root.to_path_buf();
-            Some(std::thread::spawn(move || {
+    // The runner driven on its fixtures, and the class view on its own,
+    // built here and run one after the other beside the lessons that need
+    // no server (their checks have no tight time limits), from their
+    // binaries (a cargo running them would hold the build directory), once
+    // every lesson is built.
+    let started_beside = Instant::now();
+    let mut built_beside = Vec::new();
+    for (what, package, test) in BESIDE {
+        match suite::build_tests(root, &["-p", package, "--test", test]) {
+            Ok(built) => built_beside.push((what, built[test].clone())),
+            Err(e) => rows.push(Row {
+                lesson: "harness".into(),
+                subject: what.into(),
+                ok: false,
+                detail: e,
+                seconds: started_beside.elapsed().as_secs_f64(),
+            }),
+        }
+    }
+    let dir = root.to_path_buf();
+    let mut beside = Some(std::thread::spawn(move || {
+        built_beside
+            .into_iter()
+            .map(|(what, exe)| {
                 let started = Instant::now();
                 let run = Command::new(exe)
-                    .current_dir(dir)
+                    .current_dir(&dir)
                     .env("RUST_BACKTRACE", "0")
                     .stdin(std::process::Stdio::null())
                     .output();
-                (run, started.elapsed().as_secs_f64())
-            }))
-        }
-        Err(e) => {
-            rows.push(Row {
-                lesson: "harness".into(),
-                subject: runner_tests.into(),
-                ok: false,
-                detail: e,
-                seconds: started_runner.elapsed().as_secs_f64(),
-            });
-            None
-        }
-    };
+                (what, run, started.elapsed().as_secs_f64())
+            })
+            .collect::<Vec<_>>()
+    }));
     let mut join_runner = |rows: &mut Vec<Row>| {
         if let Some(thread) = beside.take() {
-            let (run, seconds) = thread.join().unwrap_or_else(|_| {
+            let ran = thread.join().unwrap_or_else(|_| {
                 let panicked = Err(std::io::Error::other("the thread panicked"));
-                (panicked, started_runner.elapsed().as_secs_f64())
+                vec![(
+                    "the runner's and the class view's tests",
+                    panicked,
+                    started_beside.elapsed().as_secs_f64(),
+                )]
             });
-            rows.insert(1, harness_row(runner_tests, run, seconds));
+            for (i, (what, run, seconds)) in ran.into_iter().enumerate() {
+                rows.insert(1 + i, harness_row(what, run, seconds));
+            }
         }
     };
     let plan: Vec<(&Lesson, String, Expect)> = lessons

@@ -15,7 +15,7 @@ mod test;
 mod watch;
 
 pub use bench::bench;
-pub use class::{class, ClassArgs};
+pub use class::class;
 pub use compare::compare;
 pub use hint::hint;
 pub use load::load;

@@ -113,16 +113,18 @@ pub fn package(dir: &Path, name: &str, dependencies: &str) -> String {
 /// (the kata's own, less what the fixture does not use) before any test
 /// runs: a lock file cargo rewrites on the first build would change the
 /// fingerprint of the lesson built first, and its outcome would never be
-/// found in the cache again.
+/// found in the cache again. `cargo tree` and not `cargo metadata`: it
+/// resolves for this machine's platform only, so it never asks for a
+/// package (another platform's) that the build did not download.
 fn finish(dir: &Path, manifest: &str) {
     put(&dir.join("Cargo.toml"), manifest);
     let settled = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--offline", "--format-version", "1"])
+        .args(["tree", "--offline", "--edges", "all"])
         .current_dir(dir)
         .stdout(std::process::Stdio::null())
         .status()
         .expect("cargo starts");
-    assert!(settled.success(), "cargo metadata in {}", dir.display());
+    assert!(settled.success(), "cargo tree in {}", dir.display());
 }
 
 /// Writes the fixture kata once per test run and returns its folder.

@@ -9,7 +9,6 @@ use std::sync::{Mutex, MutexGuard};
 /// The kata's root (this crate is its `runner/`).
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
-mod class;
 mod fixture;
 mod serve;
 
@@ -430,91 +429,34 @@ fn report_json_follows_its_schema() {
 }
 
 #[test]
-fn class_shows_reports_and_checkouts_without_touching_them() {
-    let _one = serial();
-    let kata = kata();
-    let folder = kata.parent().unwrap().join("class");
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
-    // Three reports: one learner twice, half an hour apart (collected in a
-    // folder each time), stuck on the same failure; one learner whose
-    // lessons all pass.
-    let run = runner(&["report", "--json", "--name", "ada"]);
-    let mut ada: serde_json::Value = serde_json::from_str(&run.out).expect("JSON");
-    ada["when"] = "2026-12-01T10:00:00Z".into();
-    std::fs::create_dir_all(folder.join("1000")).unwrap();
-    std::fs::write(folder.join("1000/ada.json"), ada.to_string()).unwrap();
-    ada["when"] = "2026-12-01T10:30:00Z".into();
-    std::fs::create_dir_all(folder.join("1030")).unwrap();
-    std::fs::write(folder.join("1030/ada.json"), ada.to_string()).unwrap();
-    let mut cy = ada.clone();
-    cy["learner"] = "cy".into();
-    for lesson in cy["lessons"].as_array_mut().unwrap() {
-        lesson["state"] = "passed".into();
-        lesson["failing"] = serde_json::json!([]);
-        lesson["first_failure"] = serde_json::Value::Null;
-    }
-    std::fs::write(folder.join("cy.json"), cy.to_string()).unwrap();
-    // One checkout: lesson 01 as the stub, the others as the fixture has them.
-    let bob = folder.join("bob");
-    std::fs::create_dir_all(bob.join("lessons")).unwrap();
-    for n in 1..=5 {
-        let name = format!("lessons/lesson_{n:02}.rs");
-        std::fs::copy(kata.join(&name), bob.join(&name)).unwrap();
-    }
-    std::fs::copy(
-        kata.join("lessons/stubs/lesson_01.rs"),
-        bob.join("lessons/lesson_01.rs"),
-    )
-    .unwrap();
-    let before = std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap();
-
-    // No sandbox (its tests are in class.rs; bubblewrap is made to be
-    // missing here): the checkout runs only when the instructor says so.
-    let class = runner_with(
-        &[
-            "class",
-            folder.to_str().unwrap(),
-            "--run-untrusted-code-as-me",
-        ],
-        "",
-        &[("KATA_BWRAP", "/nonexistent/bwrap")],
-    );
-    assert_eq!(class.code, 0, "{}{}", class.out, class.err);
-    assert!(class.out.contains("class of 3 learners"), "{}", class.out);
-    // ada: + x ! x .; bob: . x ! x .; cy: all passed.
-    assert!(class.out.contains("ada  +x!x."), "{}", class.out);
-    assert!(class.out.contains("bob  .x!x."), "{}", class.out);
-    assert!(class.out.contains("cy   +++++"), "{}", class.out);
-    assert!(
-        class
-            .out
-            .contains("ada on lesson 02: the same failure for 30 min"),
-        "{}",
-        class.out
-    );
-    assert!(
-        class.out.contains("checks that fail most often"),
-        "{}",
-        class.out
-    );
-    let page = std::fs::read_to_string(folder.join("class.html")).unwrap();
-    assert!(
-        page.starts_with("<!doctype html>") && page.contains("bob"),
-        "{page}"
-    );
-    // The checkout is read, never written.
+fn class_hands_its_line_to_the_instructors_crate() {
+    // The class view is the crate `kata-class` (its tests: class-view/tests);
+    // the runner only starts it, through cargo, with the kata it was given
+    // (a `--root` among the class view's arguments is the runner's). Here
+    // "cargo" is echo: what the runner would run.
+    let run = runner_with(&["class", "folder", "--points"], "", &[("CARGO", "echo")]);
+    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    let line: Vec<&str> = run.out.split_whitespace().collect();
+    let kata = kata().canonicalize().unwrap();
+    let manifest = std::path::Path::new(ROOT).join("class-view/Cargo.toml");
     assert_eq!(
-        std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap(),
-        before
+        line,
+        [
+            "run",
+            "--quiet",
+            "--manifest-path",
+            manifest.to_str().unwrap(),
+            "--bin",
+            "kata-class",
+            "--",
+            "--root",
+            kata.to_str().unwrap(),
+            "folder",
+            "--points",
+        ],
+        "{}",
+        run.out
     );
-    assert!(!bob.join(".kata").exists());
-
-    let empty = folder.join("empty");
-    std::fs::create_dir_all(&empty).unwrap();
-    let none = runner(&["class", empty.to_str().unwrap()]);
-    assert_eq!(none.code, 2, "{}", none.err);
-    assert!(none.err.contains("holds no report"), "{}", none.err);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::{
     common_failures, lesson, milestones_reached, printable, refused, stuck, tallies, Class, Learner,
 };
-use crate::runner::Entry;
+use kata_runner::runner::Entry;
 
 /// A learner's mark for a lesson: `+` passed, `!` does not compile, `.` not
 /// started, `x` failing, or, failing with some of its milestones reached (as

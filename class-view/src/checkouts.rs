@@ -1,6 +1,6 @@
 //! Learners' checkouts, run: each learner's lesson files, copied out of
-//! their checkout (which is never written), go through this kata's runner
-//! (`report --json`) in a sandbox ([`super::sandbox`]), or, only when the
+//! their checkout (which is never written), go through the kata's report
+//! (`kata-class --report-of NAME`, what `report --json` prints) in a sandbox ([`super::sandbox`]), or, only when the
 //! instructor says so (`--run-untrusted-code-as-me`), without one.
 //!
 //! In `target/class/`:
@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use super::pristine::{copy_tree, sync_kata, write_if_changed, Digest};
 use super::sandbox::{self, Bubblewrap, Layout, Limits, Ran};
 use super::Options;
-use crate::report::{self, Report};
-use crate::runner::Entry;
+use kata_runner::report::{self, Report};
+use kata_runner::runner::Entry;
 
 /// The largest lesson file or hints file copied out of a checkout.
 const MAX_FILE: u64 = 1 << 20;
@@ -69,7 +69,7 @@ pub fn run(
         }
     };
     let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot find the runner's own program: {e}"))?;
+        .map_err(|e| format!("cannot find the class view's own program: {e}"))?;
     let Some(bwrap) = bwrap else {
         outcome.how = format!(
             "ran WITHOUT a sandbox, with your rights (--run-untrusted-code-as-me): their code \
@@ -176,7 +176,7 @@ pub fn run(
         let command = bwrap.command(
             &layout,
             sandbox::RUNNER,
-            &["--root", sandbox::KATA, "report", "--json", "--name", name],
+            &["--root", sandbox::KATA, "--report-of", name],
         )?;
         let ran = sandbox::run(command, limits);
         let _ = std::fs::remove_dir_all(&target);
@@ -309,7 +309,7 @@ fn build_base(
     limits: &Limits,
 ) -> Result<(), String> {
     let pristine = scratch.join("kata");
-    let fetched = std::process::Command::new(crate::suite::cargo())
+    let fetched = std::process::Command::new(kata_runner::suite::cargo())
         .current_dir(&pristine)
         .args(["fetch", "--locked", "--quiet"])
         .stdin(std::process::Stdio::null())
@@ -343,7 +343,7 @@ fn build_base(
         files: Vec::new(),
         runner: exe,
     };
-    let program = crate::suite::cargo();
+    let program = kata_runner::suite::cargo();
     let command = bwrap.command(&layout, &program.to_string_lossy(), &args)?;
     // The kata is the instructor's: its build gets an hour at least, not
     // a learner's time.
@@ -418,12 +418,12 @@ impl Unsandboxed<'_> {
         command
             .args(["--root"])
             .arg(&dir)
-            .args(["report", "--json", "--name", name])
+            .args(["--report-of", name])
             .env_remove("KATA_ROOT")
             .env_remove("KATA_SUBJECT")
             .env(
                 "KATA_RUN_LIMIT_SECS",
-                crate::suite::run_limit()
+                kata_runner::suite::run_limit()
                     .min(self.limits.time)
                     .as_secs()
                     .to_string(),

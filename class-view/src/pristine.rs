@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::runner::Entry;
+use kata_runner::runner::Entry;
 
 /// A running FNV-1a hash, for telling inputs apart.
 pub(super) struct Digest(pub(super) u64);

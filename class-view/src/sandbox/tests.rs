@@ -72,7 +72,7 @@ fn revoke(id: i64) {
 /// reads keys.
 const READER: [&str; 5] = [
     "--exact",
-    "class::sandbox::tests::reads_a_key_when_asked",
+    "sandbox::tests::reads_a_key_when_asked",
     "--nocapture",
     "--test-threads",
     "1",

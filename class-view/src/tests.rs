@@ -25,7 +25,7 @@ fn lessons_with(count: u32, milestones: usize) -> Vec<Entry> {
         }))
         .collect();
     std::fs::write(dir.join("lessons/lessons.toml"), toml).unwrap();
-    let found = crate::runner::lessons(&dir).unwrap();
+    let found = kata_runner::runner::lessons(&dir).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
     found
 }

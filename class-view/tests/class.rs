@@ -8,7 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
-use super::{Run, ROOT};
+/// The kata's root (this crate is its `class-view/`).
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+
+struct Run {
+    code: i32,
+    out: String,
+    err: String,
+}
 
 /// The tiny kata's runs share its scratch folder: one at a time.
 fn serial() -> MutexGuard<'static, ()> {
@@ -17,17 +24,16 @@ fn serial() -> MutexGuard<'static, ()> {
 }
 
 fn class(kata: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_ratelimit-kata"))
+    let out = Command::new(env!("CARGO_BIN_EXE_kata-class"))
         .arg("--root")
         .arg(kata)
-        .arg("class")
         .args(args)
         .env("NO_COLOR", "1")
         .env_remove("KATA_SUBJECT")
         .env_remove("KATA_BWRAP")
         .envs(env.iter().copied())
         .output()
-        .expect("the runner starts");
+        .expect("the class view starts");
     Run {
         code: out.status.code().unwrap_or(-1),
         out: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -72,7 +78,7 @@ fn report(who: &str, when: &str, reached: [bool; 3]) -> String {
 /// A kata of three lessons, each a function `answer()` and one test that
 /// wants 42, with no dependency: the sandbox's runs take seconds.
 fn tiny_kata() -> PathBuf {
-    let dir = Path::new(ROOT).join("target/runner-fixture/tiny");
+    let dir = Path::new(ROOT).join("target/class-fixture/tiny");
     put(
         &dir.join("Cargo.toml"),
         "[package]\nname = \"tiny-kata\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n",
@@ -466,7 +472,7 @@ fn zip_of(name: &str, bytes: &[u8]) -> Vec<u8> {
 /// A zip archive of one stored file, whose central directory lists it
 /// `copies` times: a zip bomb's trick (its entries share their bytes).
 fn zip_sharing(name: &str, bytes: &[u8], copies: u16) -> Vec<u8> {
-    let crc = kata_runner::class::zip::crc32(bytes);
+    let crc = kata_class::zip::crc32(bytes);
     let (n, size) = (name.len() as u16, bytes.len() as u32);
     let mut out = Vec::new();
     out.extend(0x0403_4b50u32.to_le_bytes());
@@ -499,4 +505,81 @@ fn zip_sharing(name: &str, bytes: &[u8], copies: u16) -> Vec<u8> {
     out.extend(directory.to_le_bytes());
     out.extend(0u16.to_le_bytes());
     out
+}
+
+#[test]
+fn reports_and_a_checkout_run_as_me_make_one_class_and_the_checkout_is_never_written() {
+    let _one = serial();
+    let kata = tiny_kata();
+    let folder = fresh(&kata.parent().unwrap().join("tiny-class"));
+    // Ada's report twice, half an hour apart, in folders by time; Cy's
+    // with every lesson passed.
+    put(
+        &folder.join("1000/ada.json"),
+        &report("ada", "2026-12-01T10:00:00Z", [true, false, false]),
+    );
+    put(
+        &folder.join("1030/ada.json"),
+        &report("ada", "2026-12-01T10:30:00Z", [true, false, false]),
+    );
+    let mut cy: serde_json::Value =
+        serde_json::from_str(&report("cy", "2026-12-01T10:30:00Z", [true; 3])).unwrap();
+    for lesson in cy["lessons"].as_array_mut().unwrap() {
+        lesson["state"] = "passed".into();
+        lesson["failed"] = 0.into();
+        lesson["failing"] = serde_json::json!([]);
+        lesson["first_failure"] = serde_json::Value::Null;
+    }
+    put(&folder.join("cy.json"), &cy.to_string());
+    // One checkout: lesson 01 answers, lesson 02 is wrong, lesson 03 the stub.
+    let bob = folder.join("bob");
+    put(
+        &bob.join("lessons/lesson_01.rs"),
+        "pub fn answer() -> u32 {\n    42\n}\n",
+    );
+    put(
+        &bob.join("lessons/lesson_02.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    );
+    std::fs::copy(
+        kata.join("lessons/stubs/lesson_03.rs"),
+        bob.join("lessons/lesson_03.rs"),
+    )
+    .unwrap();
+    let before = std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap();
+
+    // No sandbox (bubblewrap is made to be missing): the checkout runs
+    // because the instructor says so.
+    let run = class(
+        &kata,
+        &[folder.to_str().unwrap(), "--run-untrusted-code-as-me"],
+        &[("KATA_BWRAP", "/nonexistent/bwrap")],
+    );
+    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    assert!(run.out.contains("class of 3 learners"), "{}", run.out);
+    assert!(run.out.contains("ada  +x."), "{}", run.out);
+    assert!(run.out.contains("bob  +x."), "{}", run.out);
+    assert!(run.out.contains("cy   ++."), "{}", run.out);
+    assert!(
+        run.out
+            .contains("ada on lesson 02: the same failure for 30 min"),
+        "{}",
+        run.out
+    );
+    assert!(
+        run.out.contains("checks that fail most often"),
+        "{}",
+        run.out
+    );
+    let page = std::fs::read_to_string(folder.join("class.html")).unwrap();
+    assert!(
+        page.starts_with("<!doctype html>") && page.contains("bob"),
+        "{page}"
+    );
+    // The checkout is read, never written.
+    assert_eq!(
+        std::fs::read(bob.join("lessons/lesson_02.rs")).unwrap(),
+        before
+    );
+    assert!(!bob.join(".kata").exists());
 }

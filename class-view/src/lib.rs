@@ -24,8 +24,8 @@ pub use points::Point;
 pub use sandbox::Limits;
 pub use view::{html, points_tables, table};
 
-use crate::report::{self, LessonReport, Report};
-use crate::runner::Entry;
+use kata_runner::report::{self, LessonReport, Report};
+use kata_runner::runner::Entry;
 
 /// How checkouts run.
 #[derive(Clone, Debug)]

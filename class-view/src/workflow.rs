@@ -3,13 +3,13 @@
 //! milestone, a point each; a lesson without milestones is one), and the
 //! GitLab job beside it, written by hand. Both run the report, keep it as an
 //! artifact and print the points with `class --points`, so both print the
-//! same table. `cargo run -p kata-runner --bin autograding -- --write`
+//! same table. `cargo run -p kata-class --bin autograding -- --write`
 //! writes the workflow again when the milestones change; a test fails
 //! while the file on disk is not what it would write.
 
 use std::fmt::Write as _;
 
-use crate::runner::Entry;
+use kata_runner::runner::Entry;
 
 /// The workflow's place: the name GitHub Classroom gives its own, so that
 /// tests added in Classroom's page replace this file rather than run beside
@@ -83,7 +83,7 @@ pub fn github(lessons: &[Entry]) -> String {
     let _ = write!(
         y,
         "# GitHub Classroom's autograding for this kata, written by
-# `cargo run -p kata-runner --bin autograding -- --write` from
+# `cargo run -p kata-class --bin autograding -- --write` from
 # lessons/lessons.toml (a test fails while this file is not what it writes).
 # On each push to a learner's repository: the report (`cargo run -- report
 # --json`) as an artifact, the points per milestone printed, and a grader
@@ -214,19 +214,19 @@ mod tests {
 
     #[test]
     fn the_workflow_on_disk_is_the_one_the_catalog_gives() {
-        let lessons = crate::runner::lessons(&kata()).unwrap();
+        let lessons = kata_runner::runner::lessons(&kata()).unwrap();
         let written = github(&lessons);
         let on_disk = std::fs::read_to_string(kata().join(GITHUB)).unwrap_or_default();
         assert!(
             on_disk == written,
             "{GITHUB} is not what the catalog gives: run \
-             `cargo run -p kata-runner --bin autograding -- --write`"
+             `cargo run -p kata-class --bin autograding -- --write`"
         );
     }
 
     #[test]
     fn a_grader_per_milestone_and_the_reporter_reads_them_all() {
-        let lessons = crate::runner::lessons(&kata()).unwrap();
+        let lessons = kata_runner::runner::lessons(&kata()).unwrap();
         let graders = graders(&lessons);
         let expected: usize = lessons.iter().map(|l| l.milestones.len().max(1)).sum();
         assert_eq!(graders.len(), expected);
@@ -259,20 +259,20 @@ mod tests {
 
     #[test]
     fn the_points_ci_prints_are_the_graders_whatever_the_report_lists() {
-        let lessons = crate::runner::lessons(&kata()).unwrap();
+        let lessons = kata_runner::runner::lessons(&kata()).unwrap();
         let graders: Vec<String> = graders(&lessons).into_iter().map(|g| g.name).collect();
         // A report that lists nothing, and one that lists a lesson twice and
         // one the catalog does not hold: `class --points` prints a line per
         // grader, in order, and its total is the graders' maximum.
-        let empty = crate::report::Report {
-            schema: crate::report::SCHEMA.into(),
+        let empty = kata_runner::report::Report {
+            schema: kata_runner::report::SCHEMA.into(),
             learner: Some("ada".into()),
             when: "2026-12-01T10:00:00Z".into(),
             commit: None,
             lessons: Vec::new(),
         };
         let mut odd = empty.clone();
-        let lesson = |n: u32| -> crate::report::LessonReport {
+        let lesson = |n: u32| -> kata_runner::report::LessonReport {
             serde_json::from_value(serde_json::json!({
                 "number": n, "name": format!("lesson_{n:02}"), "title": "x", "state": "passed",
                 "file": "", "hints_shown": 0, "checks": 1, "failed": 0, "first_failure": null,
@@ -282,13 +282,13 @@ mod tests {
         };
         odd.lessons = vec![lesson(1), lesson(1), lesson(42)];
         for report in [&empty, &odd] {
-            let points = crate::class::points::points(&lessons, report);
+            let points = crate::points::points(&lessons, report);
             let lines: Vec<String> = points
                 .iter()
                 .map(|p| format!("{} {}", p.label(), p.title))
                 .collect();
             assert_eq!(lines, graders);
-            let table = crate::class::points::table(&lessons, "ada", report);
+            let table = crate::points::table(&lessons, "ada", report);
             assert!(
                 table.contains(&format!(" of {}\n", graders.len())),
                 "{table}"

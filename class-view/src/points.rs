@@ -13,8 +13,8 @@
 
 use std::fmt::Write as _;
 
-use crate::report::Report;
-use crate::runner::Entry;
+use kata_runner::report::Report;
+use kata_runner::runner::Entry;
 
 /// One line of the points table: a milestone (or a whole lesson) and
 /// whether it was reached.
@@ -121,7 +121,7 @@ mod tests {
     /// The kata's own catalog: 22 points.
     fn catalog() -> Vec<Entry> {
         let kata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        crate::runner::lessons(&kata).unwrap()
+        kata_runner::runner::lessons(&kata).unwrap()
     }
 
     /// A lesson as a report lists it: `(number, state, milestones reached
@@ -144,7 +144,7 @@ mod tests {
             })
             .collect();
         serde_json::from_value(serde_json::json!({
-            "schema": crate::report::SCHEMA, "learner": "ada", "when": "2026-12-01T10:00:00Z",
+            "schema": kata_runner::report::SCHEMA, "learner": "ada", "when": "2026-12-01T10:00:00Z",
             "commit": "0123456789abcdef0123", "lessons": lessons
         }))
         .unwrap()

@@ -1,4 +1,4 @@
-//! `cargo run -p kata-runner --bin autograding -- [--write]`: GitHub
+//! `cargo run -p kata-class --bin autograding -- [--write]`: GitHub
 //! Classroom's autograding workflow for this kata's lessons, a grader per
 //! milestone; printed, or with `--write` written to
 //! `.github/workflows/classroom.yml` (run it when the milestones change: a
@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use kata_runner::class::workflow;
+use kata_class::workflow;
 
 fn main() -> ExitCode {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");

@@ -2,7 +2,7 @@ use super::*;
 
 /// The kata's first lesson, for a pristine copy's lesson file.
 fn first_lesson() -> Vec<Entry> {
-    crate::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
+    kata_runner::runner::lessons(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").as_path())
         .unwrap()
         .into_iter()
         .take(1)

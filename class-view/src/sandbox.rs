@@ -216,7 +216,7 @@ pub fn environment() -> Vec<(OsString, OsString)> {
     set("CARGO_TERM_COLOR", "never".into());
     set("CARGO_CACHE_AUTO_CLEAN_FREQUENCY", "never".into());
     set("NO_COLOR", "1".into());
-    set("CARGO", crate::suite::cargo().into());
+    set("CARGO", kata_runner::suite::cargo().into());
     if let Some(rustup) = rustup {
         set("RUSTUP_HOME", rustup.into());
     }
@@ -306,7 +306,7 @@ impl Bubblewrap {
         if let Some(rustup) = &rustup {
             arg(&[&"--ro-bind", rustup, rustup]);
         }
-        let cargo = crate::suite::cargo();
+        let cargo = kata_runner::suite::cargo();
         if let Some(dir) = cargo.parent().filter(|d| d.is_absolute()) {
             arg(&[&"--ro-bind", &dir, &dir]);
         }
