@@ -24,6 +24,7 @@ use super::sandbox::{self, Bubblewrap, Layout, Limits, Ran};
 use super::Options;
 use kata_runner::report::{self, Report};
 use kata_runner::runner::Entry;
+use kata_runner::state;
 
 /// The largest lesson file or hints file copied out of a checkout.
 const MAX_FILE: u64 = 1 << 20;
@@ -168,7 +169,7 @@ pub fn run(
         let layout = Layout {
             kata: &pristine,
             target: &target,
-            state: &dir.join(".kata"),
+            state: &dir.join(state::DIR),
             scratch: &dir.join("run"),
             files: prepared.files.clone(),
             runner: &exe,
@@ -264,7 +265,7 @@ fn prepare(
     notes: &mut Vec<String>,
 ) -> Result<Prepared, String> {
     let copies = dir.join("lessons");
-    let hints_dir = dir.join(".kata").join("hints");
+    let hints_dir = dir.join(state::DIR).join("hints");
     let _ = std::fs::remove_dir_all(&copies);
     let _ = std::fs::remove_dir_all(&hints_dir);
     for made in [&copies, &hints_dir] {
@@ -288,7 +289,7 @@ fn prepare(
             Ok(_) => {}
             Err(why) => notes.push(format!("{name}: {why}; taken as the stub")),
         }
-        let hints = format!(".kata/hints/{}", entry.name);
+        let hints = state::hints_file(&entry.name);
         if let Ok(Some(shown)) = read_plain(checkout, &hints) {
             std::fs::write(hints_dir.join(&entry.name), &shown)
                 .map_err(|e| format!("cannot write the hints of {name}: {e}"))?;
@@ -407,7 +408,7 @@ impl Unsandboxed<'_> {
         let files = |entry: &Entry| theirs.get(&entry.name).cloned().unwrap_or_default();
         sync_kata(self.kata, &dir, self.folder, self.lessons, &files)?;
         for entry in self.lessons {
-            let hints = format!(".kata/hints/{}", entry.name);
+            let hints = state::hints_file(&entry.name);
             let shown = read_plain(checkout, &hints)
                 .ok()
                 .flatten()

@@ -6,6 +6,7 @@
 //! - [`staged`]: a lesson's checks run milestone by milestone and tier by
 //!   tier, stopping at the first failure;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
+//! - [`state`]: what the runner remembers of a learner (`.kata/`);
 //! - [`load`]: `cargo run -- load`, a running server validated under load.
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
@@ -15,4 +16,5 @@ pub mod load;
 pub mod report;
 pub mod runner;
 pub mod staged;
+pub mod state;
 pub mod suite;

@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::runner::{self, Entry, State};
+use crate::state;
 use crate::suite::{self, Kind, Outcome};
 
 pub const SCHEMA: &str = "ratelimit-kata/report/2";
@@ -78,7 +79,7 @@ impl LessonReport {
                 "fnv1a64:{:016x}",
                 fnv1a64(&std::fs::read(entry.file(root)).unwrap_or_default())
             ),
-            hints_shown: runner::hints_shown(root, &entry.name),
+            hints_shown: state::hints_shown(root, &entry.name),
             checks: outcome.tests.len(),
             // A lesson not started fails by design: nothing to count.
             failed: if started { outcome.failed().count() } else { 0 },
@@ -296,10 +297,7 @@ const KEPT: usize = 32;
 
 /// Where the outcome for one fingerprint is kept.
 fn cache_file(root: &Path, entry: &Entry, key: &str) -> PathBuf {
-    root.join(".kata")
-        .join("cache")
-        .join(&entry.name)
-        .join(format!("{key}.json"))
+    state::cache_dir(root, &entry.name).join(format!("{key}.json"))
 }
 
 /// What else a run depends on: the compiler and the settings that change

@@ -415,22 +415,6 @@ pub fn milestone_line(entry: &Entry, reached: usize) -> Option<String> {
     })
 }
 
-/// The milestone a learner is at in a lesson (the first not reached by
-/// the last `test` or `watch` run, kept in `.kata/milestones/`), 1 when no
-/// run is known.
-pub fn current_milestone(root: &Path, lesson: &str) -> usize {
-    std::fs::read_to_string(root.join(".kata").join("milestones").join(lesson))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(1)
-}
-
-pub fn remember_milestone(root: &Path, lesson: &str, milestone: usize) -> std::io::Result<()> {
-    let dir = root.join(".kata").join("milestones");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(lesson), milestone.to_string())
-}
-
 /// The hints of a lesson text: its `<details><summary>Hint N: title</summary>`
 /// blocks, in order. The lesson text is their only source.
 pub fn hints(text: &str) -> Vec<Hint> {
@@ -451,21 +435,6 @@ pub fn hints(text: &str) -> Vec<Hint> {
         rest = &body[body_end..];
     }
     found
-}
-
-/// Which hints of a lesson were shown, kept in `.kata/hints/` (the only thing
-/// the runner remembers).
-pub fn hints_shown(root: &Path, lesson: &str) -> usize {
-    std::fs::read_to_string(root.join(".kata").join("hints").join(lesson))
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(0)
-}
-
-pub fn remember_hints_shown(root: &Path, lesson: &str, shown: usize) -> std::io::Result<()> {
-    let dir = root.join(".kata").join("hints");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(lesson), shown.to_string())
 }
 
 /// Where `reset` keeps the next copy of a learner's file:

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use kata_runner::runner::{self, Entry};
+use kata_runner::state;
 
 use super::{Done, Refusal};
 
@@ -13,7 +14,7 @@ pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     let text = std::fs::read_to_string(entry.text(root))
         .map_err(|e| Refusal(format!("cannot read lessons/{}.md: {e}", entry.name)))?;
     let milestone =
-        runner::current_milestone(root, &entry.name).clamp(1, entry.milestones.len().max(1));
+        state::current_milestone(root, &entry.name).clamp(1, entry.milestones.len().max(1));
     let all = runner::hints_for(runner::hints(&text), milestone);
     if all.is_empty() {
         return Err(Refusal(format!(
@@ -36,7 +37,7 @@ pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
         );
         format!("{}.{milestone}", entry.name)
     };
-    let shown = runner::hints_shown(root, &kept);
+    let shown = state::hints_shown(root, &kept);
     let next = match which {
         Some(k) if (1..=all.len()).contains(&k) && k > shown + 1 => {
             return Err(Refusal(format!(
@@ -76,7 +77,7 @@ pub fn hint(root: &Path, entry: &Entry, which: Option<usize>) -> Done {
     } else {
         println!("\n(that was the last hint)");
     }
-    runner::remember_hints_shown(root, &kept, shown.max(next + 1))
+    state::remember_hints_shown(root, &kept, shown.max(next + 1))
         .map_err(|e| Refusal(format!("cannot remember the hints shown: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

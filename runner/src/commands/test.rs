@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use kata_runner::runner::{self, Entry, State};
 use kata_runner::staged::{self, Reach, Stage};
+use kata_runner::state;
 use kata_runner::suite::{self, Outcome};
 
 use super::{on_path, paint, painted_state, spinner};
@@ -43,7 +44,7 @@ pub fn summarize(root: &Path, entry: &Entry, details: bool, reach: Reach) -> Exi
     let reached = runner::milestones_reached(entry, outcome);
     if total > 0 {
         // What `hint` offers next: the first milestone not reached.
-        let _ = runner::remember_milestone(root, &entry.name, (reached + 1).min(total));
+        let _ = state::remember_milestone(root, &entry.name, (reached + 1).min(total));
     }
     match &state {
         State::DoesNotCompile(errors) => {
