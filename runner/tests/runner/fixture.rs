@@ -1,6 +1,9 @@
 //! The fixture katas the runner is driven on: one of five lessons (passing,
 //! failing, not compiling, hanging, not started) and one of lesson 07's
-//! layer, each its own package built in its own target directory.
+//! layer, each its own package, built in the kata's own target directory
+//! with the kata's profiles: the crates they share with the kata are built
+//! once, for both (a target directory of their own built the harness and
+//! every crate below it a second time, minutes on two cores and gigabytes).
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -90,10 +93,44 @@ pub fn forget_state(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir.join("lessons/backups"));
 }
 
+/// Where every fixture kata builds: the kata's own target directory.
+pub fn target() -> PathBuf {
+    Path::new(ROOT).join("target")
+}
+
+/// The kata's dependencies, build dependencies and profiles, as its
+/// manifest writes them, its paths made absolute: a fixture builds with
+/// the very features and settings a lesson of the kata builds with, so
+/// every crate below the lesson is built once for both.
+fn shared_sections() -> String {
+    let manifest = read("Cargo.toml");
+    let mut kept = String::new();
+    let mut keep = false;
+    for line in manifest.lines() {
+        if line.starts_with('[') {
+            keep = line == "[dependencies]"
+                || line == "[build-dependencies]"
+                || line.starts_with("[profile");
+            if keep {
+                kept.push('\n');
+            }
+        }
+        if keep && !line.starts_with('#') && !line.trim().is_empty() {
+            kept.push_str(&line.replace("path = \"", &format!("path = \"{ROOT}/")));
+            kept.push('\n');
+        }
+    }
+    assert!(
+        kept.contains("[dependencies]") && kept.contains("[profile"),
+        "the kata's manifest has dependencies and profiles"
+    );
+    kept
+}
+
 /// A fixture kata's manifest (returned, for its caller to write last) and
-/// its build script and lock file: the harness and the catalog from this
-/// kata, rstest, and `dependencies` (manifest lines) besides.
-pub fn package(dir: &Path, name: &str, dependencies: &str) -> String {
+/// its build script and lock file: what the kata's own manifest holds,
+/// but for its package's name and its workspace.
+pub fn package(dir: &Path, name: &str) -> String {
     put(&dir.join("Cargo.lock"), &read("Cargo.lock"));
     put(
         &dir.join("build.rs"),
@@ -101,11 +138,8 @@ pub fn package(dir: &Path, name: &str, dependencies: &str) -> String {
     );
     format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [workspace]\n\n[dependencies]\nkata = {{ package = \"kata-harness\", path = {harness:?} }}\n\
-         rstest = {{ version = \"0.29\", default-features = false }}\n{dependencies}\n\
-         [build-dependencies]\nkata-catalog = {{ path = {catalog:?} }}\n",
-        harness = format!("{ROOT}/src"),
-        catalog = format!("{ROOT}/catalog"),
+         [workspace]\n{shared}",
+        shared = shared_sections(),
     )
 }
 
@@ -136,7 +170,7 @@ pub fn kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(&dir, "runner-fixture", "");
+        let manifest = package(&dir, "runner-fixture");
         std::fs::create_dir_all(dir.join("tests/snapshots")).unwrap();
         let stub = read("lessons/stubs/lesson_01.rs");
         let mut catalog = String::new();
@@ -184,8 +218,7 @@ pub fn kata() -> &'static Path {
 }
 
 /// A second fixture kata, of one lesson: lesson 07's layer (the reference,
-/// as the learner's file), sharing the first fixture's target directory so
-/// that only its own test crate is built.
+/// as the learner's file).
 pub fn layer_kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
     KATA.get_or_init(|| {
@@ -194,13 +227,7 @@ pub fn layer_kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(
-            &dir,
-            "runner-layer-fixture",
-            "axum = { version = \"0.8\", default-features = false, features = [\"tokio\", \"http1\"] }\n\
-             tower = { version = \"0.5\", default-features = false }\n\
-             serde_json = \"1\"\npin-project-lite = \"0.2\"\n",
-        );
+        let manifest = package(&dir, "runner-layer-fixture");
         put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
         let layer = read("solutions/lesson_07.rs");
         for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
@@ -226,7 +253,7 @@ pub fn stack_kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(&dir, "runner-stack-fixture", "");
+        let manifest = package(&dir, "runner-stack-fixture");
         put(
             &dir.join("lessons/lessons.toml"),
             "[[lesson]]\nnumber = 10\ntitle = \"The stack\"\nkind = \"async-redis-limiter\"\n\

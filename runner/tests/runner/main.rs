@@ -32,7 +32,7 @@ fn runner_with(args: &[&str], stdin: &str, env: &[(&str, &str)]) -> Run {
         .args(args)
         .arg("--root")
         .arg(kata)
-        .env("CARGO_TARGET_DIR", kata.parent().unwrap().join("target"))
+        .env("CARGO_TARGET_DIR", fixture::target())
         .env("KATA_TIME_LIMIT_SECS", "3")
         .env("NO_COLOR", "1")
         .env_remove("KATA_SUBJECT")

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::fixture::{layer_kata, stack_kata};
-use super::{runner, serial, ROOT};
+use super::fixture::{self, layer_kata, stack_kata};
+use super::{runner, serial};
 
 /// Stops a served demo (the runner, and through it cargo and the server)
 /// however the test ends.
@@ -46,10 +46,7 @@ fn counter(text: &str, name: &str, labels: &[&str]) -> u64 {
 /// Starts `serve` with `args` on a fixture kata; returns it, still
 /// running, and what it printed up to "Stop with Ctrl-C".
 fn start_serving(kata: &Path, args: &[&str]) -> (Served, String) {
-    let target = Path::new(ROOT)
-        .join("target")
-        .join("runner-fixture")
-        .join("target");
+    let target = fixture::target();
     // The build's and the server's messages, shown if no URL comes.
     let errors = kata.join("serve.err");
     let mut child = Command::new(env!("CARGO_BIN_EXE_ratelimit-kata"))
