@@ -34,9 +34,10 @@ pub const ALGORITHMS: [&str; 4] = ["FixedWindow", "SlidingLog", "SlidingCounter"
 pub const FILE: &str = "lessons/lessons.toml";
 
 /// How a timeline drives a lesson's subject: each kind is a module of the
-/// harness ([`Kind::module`]: its `variant!`, `Lesson` and `suite!`). Every
-/// property of a kind below is an exhaustive `match`, so that a new kind
-/// must say what it is.
+/// harness ([`Kind::module`]: its `variant!`, `Lesson` and `suite!`). What
+/// the runner, the self-check, the bench and the demo need to know of a
+/// kind is one entry of [`Kind::facts`]: a new kind is a variant here, its
+/// place in [`Kind::ALL`] and its facts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {
     /// `check(&mut self, key, now) -> Decision` on one thread.
@@ -87,6 +88,27 @@ pub enum Measured {
     },
 }
 
+/// What the kata's tools know of a kind: one entry per kind, in
+/// [`Kind::facts`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct KindFacts {
+    /// As written in the catalog (`kind = "http-layer"`).
+    pub id: &'static str,
+    /// The module of the harness (`kata`) that holds the kind.
+    pub module: &'static str,
+    /// Whether its tests start a `redis-server` of their own.
+    pub needs_redis: bool,
+    /// What `cargo run -- serve` serves of it, if anything.
+    pub serves: Option<Serves>,
+    /// Whether the self-check runs it beside the runner's own tests: its
+    /// checks start no server and no process of their own.
+    pub runs_beside_the_runner: bool,
+    /// How `cargo run -- bench` measures it, if it does.
+    pub measured_as: Option<Measured>,
+    /// Whether its subject is raced by the loom scenarios.
+    pub concurrent: bool,
+}
+
 impl Kind {
     pub const ALL: [Kind; 6] = [
         Kind::Limiter,
@@ -97,49 +119,101 @@ impl Kind {
         Kind::AsyncRedisLimiter,
     ];
 
+    /// Everything the kata's tools know of the kind, in one place.
+    pub const fn facts(self) -> KindFacts {
+        match self {
+            Kind::Limiter => KindFacts {
+                id: "limiter",
+                module: "limiter",
+                needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: true,
+                measured_as: Some(Measured::Decisions {
+                    exclusive: true,
+                    arguments: "limit, period",
+                }),
+                concurrent: false,
+            },
+            Kind::SharedLimiter => KindFacts {
+                id: "shared-limiter",
+                module: "shared_limiter",
+                needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: true,
+                measured_as: Some(Measured::Decisions {
+                    exclusive: false,
+                    arguments: "limit, period",
+                }),
+                concurrent: true,
+            },
+            Kind::HttpLayer => KindFacts {
+                id: "http-layer",
+                module: "http",
+                needs_redis: false,
+                serves: Some(Serves::Layer),
+                runs_beside_the_runner: false,
+                measured_as: Some(Measured::Layer),
+                concurrent: false,
+            },
+            // Lesson 08's cost is a round trip to Redis, not measured.
+            Kind::RedisLimiter => KindFacts {
+                id: "redis-limiter",
+                module: "redis",
+                needs_redis: true,
+                serves: None,
+                runs_beside_the_runner: false,
+                measured_as: None,
+                concurrent: false,
+            },
+            // Built from a rule and bounds: the token bucket, with room for
+            // every key the benchmark uses.
+            Kind::BoundedLimiter => KindFacts {
+                id: "bounded-limiter",
+                module: "memory",
+                needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: false,
+                measured_as: Some(Measured::Decisions {
+                    exclusive: false,
+                    arguments: "kata::memory::Rule::TokenBucket { capacity: limit, refill_every: period }, \
+                                kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)",
+                }),
+                concurrent: true,
+            },
+            Kind::AsyncRedisLimiter => KindFacts {
+                id: "async-redis-limiter",
+                module: "async_redis",
+                needs_redis: true,
+                serves: Some(Serves::Stack),
+                runs_beside_the_runner: false,
+                measured_as: None,
+                concurrent: false,
+            },
+        }
+    }
+
     /// As written in the catalog.
     pub fn id(self) -> &'static str {
-        match self {
-            Kind::Limiter => "limiter",
-            Kind::SharedLimiter => "shared-limiter",
-            Kind::HttpLayer => "http-layer",
-            Kind::RedisLimiter => "redis-limiter",
-            Kind::BoundedLimiter => "bounded-limiter",
-            Kind::AsyncRedisLimiter => "async-redis-limiter",
-        }
+        self.facts().id
     }
 
     /// The module of the harness (`kata`) that holds the kind: its
     /// `variant!`, its `Lesson` and its `suite!` (see the harness's `kind`).
     pub fn module(self) -> &'static str {
-        match self {
-            Kind::Limiter => "limiter",
-            Kind::SharedLimiter => "shared_limiter",
-            Kind::HttpLayer => "http",
-            Kind::RedisLimiter => "redis",
-            Kind::BoundedLimiter => "memory",
-            Kind::AsyncRedisLimiter => "async_redis",
-        }
+        self.facts().module
     }
 
     /// Whether its tests start a `redis-server` of their own (the runner
     /// says so when there is none).
     pub fn needs_redis(self) -> bool {
-        match self {
-            Kind::RedisLimiter | Kind::AsyncRedisLimiter => true,
-            Kind::Limiter | Kind::SharedLimiter | Kind::HttpLayer | Kind::BoundedLimiter => false,
-        }
+        self.facts().needs_redis
     }
 
     /// What `cargo run -- serve` serves of a lesson of this kind, if
     /// anything: its layer (`http-layer`), or its whole stack as app server
     /// processes (`async-redis-limiter`, `serve --servers N`).
     pub fn serves(self) -> Option<Serves> {
-        match self {
-            Kind::HttpLayer => Some(Serves::Layer),
-            Kind::AsyncRedisLimiter => Some(Serves::Stack),
-            Kind::Limiter | Kind::SharedLimiter | Kind::RedisLimiter | Kind::BoundedLimiter => None,
-        }
+        self.facts().serves
     }
 
     /// Whether the self-check runs a lesson of this kind beside the
@@ -147,18 +221,11 @@ impl Kind {
     /// their own, so the two share the machine without slowing each other's
     /// watched calls.
     pub fn runs_beside_the_runner(self) -> bool {
-        match self {
-            Kind::Limiter | Kind::SharedLimiter => true,
-            Kind::HttpLayer
-            | Kind::RedisLimiter
-            | Kind::BoundedLimiter
-            | Kind::AsyncRedisLimiter => false,
-        }
+        self.facts().runs_beside_the_runner
     }
 
     /// Whether `cargo run -- bench` measures a lesson of this kind (the
-    /// bench crate's build script writes its code; lesson 08's cost is a
-    /// round trip to Redis, not measured).
+    /// bench crate's build script writes its code).
     pub fn measured(self) -> bool {
         self.measured_as().is_some()
     }
@@ -166,37 +233,12 @@ impl Kind {
     /// How `cargo run -- bench` measures a lesson of this kind, if it does:
     /// what the bench crate's build script writes for it.
     pub fn measured_as(self) -> Option<Measured> {
-        match self {
-            Kind::Limiter => Some(Measured::Decisions {
-                exclusive: true,
-                arguments: "limit, period",
-            }),
-            Kind::SharedLimiter => Some(Measured::Decisions {
-                exclusive: false,
-                arguments: "limit, period",
-            }),
-            Kind::HttpLayer => Some(Measured::Layer),
-            // Built from a rule and bounds: the token bucket, with room for
-            // every key the benchmark uses.
-            Kind::BoundedLimiter => Some(Measured::Decisions {
-                exclusive: false,
-                arguments: "kata::memory::Rule::TokenBucket { capacity: limit, refill_every: period }, \
-                            kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)",
-            }),
-            Kind::RedisLimiter | Kind::AsyncRedisLimiter => None,
-        }
+        self.facts().measured_as
     }
 
     /// Whether the subject is raced by the loom scenarios.
     pub fn concurrent(self) -> bool {
-        match self {
-            Kind::Limiter => false,
-            Kind::SharedLimiter => true,
-            Kind::HttpLayer => false,
-            Kind::RedisLimiter => false,
-            Kind::BoundedLimiter => true,
-            Kind::AsyncRedisLimiter => false,
-        }
+        self.facts().concurrent
     }
 
     fn parse(text: &str) -> Result<Kind, String> {
