@@ -2,14 +2,13 @@
 //! a whole class at a glance, or, with `--points`, each learner's points as
 //! CI prints them. Exits 1 when a checkout could not run, 2 on a refusal.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use indicatif::ProgressBar;
 use kata_class::{self as class, Limits, Options};
+use kata_runner::progress::spinner;
 use kata_runner::report;
 use kata_runner::runner::{self, Entry};
 
@@ -99,18 +98,6 @@ fn report_of(root: &Path, lessons: &[Entry], name: String) -> Result<ExitCode, R
     } else {
         ExitCode::FAILURE
     })
-}
-
-/// A spinner on standard error while the class is read, hidden elsewhere.
-fn spinner(message: String) -> ProgressBar {
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::new_spinner()
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_message(message);
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
 }
 
 /// The class view, for instructors. Exits 1 when a checkout could not run.

@@ -7,12 +7,14 @@
 //!   tier, stopping at the first failure;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
 //! - [`state`]: what the runner remembers of a learner (`.kata/`);
-//! - [`load`]: `cargo run -- load`, a running server validated under load.
+//! - [`load`]: `cargo run -- load`, a running server validated under load;
+//! - [`progress`]: the spinner the commands show while they work.
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
 //! `kata-catalog` crate.
 
 pub mod load;
+pub mod progress;
 pub mod report;
 pub mod runner;
 pub mod staged;

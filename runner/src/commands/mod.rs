@@ -18,6 +18,7 @@ pub use bench::bench;
 pub use class::class;
 pub use compare::compare;
 pub use hint::hint;
+pub use kata_runner::progress::spinner;
 pub use load::load;
 pub use report::report;
 pub use reset::reset;
@@ -29,7 +30,6 @@ pub use watch::watch;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use kata_runner::runner::{self, Entry, State};
@@ -127,17 +127,6 @@ pub fn known_lesson(root: &Path, entry: &Entry) -> (State, Outcome) {
         runner::assess(&outcome, runner::untouched(root, entry)),
         outcome,
     )
-}
-
-pub fn spinner(message: String) -> ProgressBar {
-    let bar = if std::io::stderr().is_terminal() {
-        ProgressBar::new_spinner()
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_message(message);
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
 }
 
 /// Every lesson's state, with a progress bar while the tests run.
