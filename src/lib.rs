@@ -99,5 +99,7 @@ kinds::kinds!(limiter, shared_limiter, http, redis, memory, async_redis);
 pub use checks::Lesson;
 pub use decision::{AsyncRateLimiter, ConfigError, Decision, RateLimiter};
 pub use drive::{Drive, Variant};
+#[doc(hidden)]
+pub use kata_catalog::groups as __groups;
 pub use scenarios::Scenario;
 pub use time::Timestamp;

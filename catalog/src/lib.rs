@@ -17,6 +17,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 mod generate;
+pub mod groups;
 #[cfg(test)]
 mod layers;
 pub mod mistake;

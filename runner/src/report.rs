@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::runner::{self, Entry, State};
 use crate::state;
-use crate::suite::{self, Kind, Outcome};
+use crate::suite::{self, Check, Outcome};
 
 pub const SCHEMA: &str = "ratelimit-kata/report/2";
 
@@ -112,7 +112,7 @@ impl LessonReport {
                     .failed()
                     .map(|name| FailingCheck {
                         name: name.to_string(),
-                        kind: Kind::of(name).name().to_string(),
+                        kind: Check::of(name).name().to_string(),
                     })
                     .collect()
             } else {

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::suite::{Kind, Outcome};
+use crate::suite::{Check, Outcome};
 
 /// One lesson as the runner shows it.
 #[derive(Clone, Debug)]
@@ -109,25 +109,25 @@ pub fn assess(outcome: &Outcome, untouched: bool) -> State {
 }
 
 /// What learners call each kind of check.
-pub fn kind_label(kind: Kind) -> &'static str {
+pub fn kind_label(kind: Check) -> &'static str {
     match kind {
-        Kind::Example => "examples",
-        Kind::Config => "configuration",
-        Kind::Property => "properties",
-        Kind::Snapshot => "snapshots",
-        Kind::Loom => "races (loom)",
-        Kind::EndToEnd => "end to end",
-        Kind::Race => "races (Redis)",
-        Kind::Fault => "faults (Redis down)",
-        Kind::Source => "source checks",
+        Check::Example => "examples",
+        Check::Config => "configuration",
+        Check::Property => "properties",
+        Check::Snapshot => "snapshots",
+        Check::Loom => "races (loom)",
+        Check::EndToEnd => "end to end",
+        Check::Race => "races (Redis)",
+        Check::Fault => "faults (Redis down)",
+        Check::Source => "source checks",
     }
 }
 
 /// Per kind of check: how many failed, of how many.
-pub fn by_kind(outcome: &Outcome) -> BTreeMap<Kind, (usize, usize)> {
+pub fn by_kind(outcome: &Outcome) -> BTreeMap<Check, (usize, usize)> {
     let mut counts = BTreeMap::new();
     for (name, ok) in &outcome.tests {
-        let entry = counts.entry(Kind::of(name)).or_insert((0, 0));
+        let entry = counts.entry(Check::of(name)).or_insert((0, 0));
         entry.1 += 1;
         if !ok {
             entry.0 += 1;
@@ -275,7 +275,7 @@ fn ranked_failures(output: &str) -> Vec<String> {
         .filter(|b| !b.is_empty())
         .collect();
     let name = |block: &str| block.split(' ').next().unwrap_or("").to_string();
-    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Kind::of(&name(b)))));
+    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Check::of(&name(b)))));
     blocks
 }
 
@@ -283,17 +283,17 @@ fn ranked_failures(output: &str) -> Vec<String> {
 const NOT_RUN: &str = "was not run: earlier in this run";
 
 /// Which kind of failure tells a learner most, first.
-fn rank(kind: Kind) -> u8 {
+fn rank(kind: Check) -> u8 {
     match kind {
-        Kind::Example => 0,
-        Kind::Config => 1,
-        Kind::Snapshot => 2,
-        Kind::Property => 3,
-        Kind::Loom => 4,
-        Kind::Race => 5,
-        Kind::Fault => 6,
-        Kind::EndToEnd => 7,
-        Kind::Source => 8,
+        Check::Example => 0,
+        Check::Config => 1,
+        Check::Snapshot => 2,
+        Check::Property => 3,
+        Check::Loom => 4,
+        Check::Race => 5,
+        Check::Fault => 6,
+        Check::EndToEnd => 7,
+        Check::Source => 8,
     }
 }
 

@@ -5,137 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// What kind of check a test is, read from its name.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Kind {
-    Example,
-    Config,
-    Property,
-    Snapshot,
-    Loom,
-    /// A real server on a loopback port and a real client (lesson 07 on).
-    EndToEnd,
-    /// App servers' Redis commands in every order (lesson 08).
-    Race,
-    /// A Redis server paused, killed, restarted or cut off (lesson 08).
-    Fault,
-    /// A source check (`source::…`): what the file may use
-    /// and how its types are bounded; not behavioural.
-    Source,
-}
-
-impl Kind {
-    /// A test's kind, from the module of its group (each kind's `suite!`
-    /// puts its checks in modules named `config`, `property`, `snapshot`,
-    /// `loom`, `race`, `fault`, `end_to_end` and `source`; a lesson that
-    /// runs the shared checks once per rule nests them in a module per rule:
-    /// `gcra::config::every_pair_of_faults`). A test in no group (the
-    /// baseline's) is a property.
-    pub fn of(test: &str) -> Kind {
-        let modules = test.rsplit_once("::").map_or("", |(modules, _)| modules);
-        modules
-            .split("::")
-            .find_map(|part| {
-                Some(match part {
-                    "examples" => Kind::Example,
-                    "config" => Kind::Config,
-                    "property" | "slow" => Kind::Property,
-                    "snapshot" => Kind::Snapshot,
-                    "loom" => Kind::Loom,
-                    "race" => Kind::Race,
-                    "fault" => Kind::Fault,
-                    "end_to_end" => Kind::EndToEnd,
-                    "source" => Kind::Source,
-                    _ => return None,
-                })
-            })
-            .unwrap_or(Kind::Property)
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::Example => "example",
-            Kind::Config => "config",
-            Kind::Property => "property",
-            Kind::Snapshot => "snapshot",
-            Kind::Loom => "loom",
-            Kind::EndToEnd => "end-to-end",
-            Kind::Race => "race",
-            Kind::Fault => "fault",
-            Kind::Source => "source",
-        }
-    }
-
-    /// Whether the test exercises the limiter's behaviour (every kind but the
-    /// source check, which a stub passes by design).
-    pub fn behavioural(self) -> bool {
-        self != Kind::Source
-    }
-
-    /// Whether a check of this kind takes milliseconds (examples,
-    /// configuration, drawings, source checks): where the first failure is
-    /// enough (a mistake in the self-check), these run first.
-    pub fn quick(self) -> bool {
-        matches!(
-            self,
-            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source
-        )
-    }
-}
-
-/// The tiers a lesson's checks run in, one after the other, the quickest
-/// and most telling first: a learner whose key function is wrong hears it
-/// from an example in a second, not after the million-key flood.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
-pub enum Tier {
-    /// Examples, configuration, drawings and source checks: milliseconds each.
-    Quick,
-    Properties,
-    /// Loom's interleavings and the Redis app servers' orders.
-    Races,
-    /// Floods, many keys, faults, end to end: the `slow` group, and the
-    /// faults and end-to-end checks.
-    Slow,
-}
-
-impl Tier {
-    pub const ALL: [Tier; 4] = [Tier::Quick, Tier::Properties, Tier::Races, Tier::Slow];
-
-    /// A test's tier, from its group (see [`Kind::of`]): a check in a `slow`
-    /// module is slow whatever its kind.
-    pub fn of(test: &str) -> Tier {
-        let modules = test.rsplit_once("::").map_or("", |(modules, _)| modules);
-        if modules.split("::").any(|m| m == "slow") {
-            return Tier::Slow;
-        }
-        match Kind::of(test) {
-            Kind::Example | Kind::Config | Kind::Snapshot | Kind::Source => Tier::Quick,
-            Kind::Property => Tier::Properties,
-            Kind::Loom | Kind::Race => Tier::Races,
-            Kind::Fault | Kind::EndToEnd => Tier::Slow,
-        }
-    }
-
-    /// What learners call it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Tier::Quick => "quick checks (examples, configuration, drawings)",
-            Tier::Properties => "properties",
-            Tier::Races => "races",
-            Tier::Slow => "slow checks (floods, many keys, faults, end to end)",
-        }
-    }
-
-    /// Its name in a sentence: "a quick check", "a property".
-    pub fn one(self) -> &'static str {
-        match self {
-            Tier::Quick => "a quick check",
-            Tier::Properties => "a property",
-            Tier::Races => "a race",
-            Tier::Slow => "a slow check",
-        }
-    }
-}
+/// What kind of check a test is and the tier it runs in, read from the
+/// module of its group: the catalog's list, which the harness keeps to.
+pub use kata_catalog::groups::{Check, Tier};
 
 /// The results of one run of a lesson's tests.
 #[derive(Clone, Debug)]
@@ -162,8 +34,8 @@ impl Outcome {
     }
 
     /// The kinds of check among the failed tests, each once, in order.
-    pub fn failed_kinds(&self) -> Vec<Kind> {
-        let mut kinds: Vec<Kind> = self.failed().map(Kind::of).collect();
+    pub fn failed_checks(&self) -> Vec<Check> {
+        let mut kinds: Vec<Check> = self.failed().map(Check::of).collect();
         kinds.sort();
         kinds.dedup();
         kinds
@@ -663,32 +535,6 @@ mod tests {
         assert_eq!(
             results(output),
             [("a".to_string(), true), ("b".to_string(), false)]
-        );
-    }
-
-    #[test]
-    fn kinds_from_group_modules() {
-        assert_eq!(Kind::of("examples::case_1_x"), Kind::Example);
-        assert_eq!(
-            Kind::of("config::constructor::case_02_zero_limit"),
-            Kind::Config
-        );
-        assert_eq!(Kind::of("snapshot::two_keys"), Kind::Snapshot);
-        assert_eq!(Kind::of("loom::new_key"), Kind::Loom);
-        assert_eq!(Kind::of("end_to_end::over_loopback"), Kind::EndToEnd);
-        assert_eq!(Kind::of("source::compiles_over_any_limiter"), Kind::Source);
-        assert_eq!(Kind::of("property::keeps_the_limit"), Kind::Property);
-        assert_eq!(Kind::of("gcra::config::every_pair_of_faults"), Kind::Config);
-        assert_eq!(Kind::of("gcra::loom::new_key"), Kind::Loom);
-        assert_eq!(Kind::of("race::burst_at_one_instant"), Kind::Race);
-        assert_eq!(Kind::of("fault::server_paused"), Kind::Fault);
-        assert!(!Kind::of("token_bucket::source::uses_only_the_sync_facade").behavioural());
-        // A name is not a group: only a whole module's name is.
-        assert_eq!(Kind::of("property::loom_like_name"), Kind::Property);
-        assert_eq!(Kind::of("loom"), Kind::Property);
-        assert_eq!(
-            Kind::of("decides_like_the_lesson_05_reference"),
-            Kind::Property
         );
     }
 }

@@ -9,7 +9,7 @@
 //! anything failed.
 //!
 //! A reference, an alternative and the stub run the whole suite. A mistake
-//! runs its quick checks first ([`Kind::quick`]), then the others, and
+//! runs its quick checks first ([`Check::quick`]), then the others, and
 //! stops as soon as one check failed and the output shows the mistake's
 //! `Shows:` lines: one failing check with its message proves it caught. A
 //! test binary that ends by a signal is a crash, and a failure whatever was
@@ -21,7 +21,7 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use kata_catalog::{Catalog, Lesson};
-use kata_runner::suite::{self, Binaries, Kind, Outcome, Until};
+use kata_runner::suite::{self, Binaries, Check, Outcome, Until};
 
 /// What a subject must do to the suite.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -76,9 +76,9 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
     let behavioural = outcome
         .tests
         .iter()
-        .filter(|(n, _)| Kind::of(n).behavioural())
+        .filter(|(n, _)| Check::of(n).behavioural())
         .count();
-    let kinds = outcome.failed_kinds();
+    let kinds = outcome.failed_checks();
     let kind_names = kinds
         .iter()
         .map(|k| k.name())
@@ -104,7 +104,7 @@ fn judge(expect: Expect, outcome: &Outcome) -> (bool, String) {
             let passing: Vec<&str> = outcome
                 .tests
                 .iter()
-                .filter(|(n, ok)| *ok && Kind::of(n).behavioural())
+                .filter(|(n, ok)| *ok && Check::of(n).behavioural())
                 .map(|(n, _)| n.as_str())
                 .collect();
             if passing.is_empty() && behavioural > 0 {
@@ -162,7 +162,7 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
     for quick in [true, false] {
         let names: Vec<String> = tests
             .iter()
-            .filter(|t| Kind::of(t).quick() == quick)
+            .filter(|t| Check::of(t).quick() == quick)
             .cloned()
             .collect();
         if names.is_empty() {
