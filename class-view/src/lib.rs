@@ -9,7 +9,6 @@
 
 mod checkouts;
 mod found;
-mod points;
 mod pristine;
 mod sandbox;
 mod view;
@@ -20,11 +19,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::SystemTime;
 
-pub use points::Point;
+pub use kata_runner::points::{self, lesson, printable, Point};
+pub use kata_runner::report::parse;
 pub use sandbox::Limits;
 pub use view::{html, points_tables, table};
 
-use kata_runner::report::{self, LessonReport, Report};
+use kata_runner::report::{self, Report};
 use kata_runner::runner::Entry;
 
 /// How checkouts run.
@@ -70,22 +70,6 @@ pub struct Class {
     pub warnings: Vec<String>,
     /// How the checkouts ran, when there were any: a sentence.
     pub how: Option<String>,
-}
-
-/// A report's text, read: a sentence when it is not a report this kata
-/// reads.
-pub fn parse(text: &str) -> Result<Report, String> {
-    match serde_json::from_str::<Report>(text) {
-        Ok(r) if r.schema == report::SCHEMA => Ok(r),
-        Ok(r) => Err(format!(
-            "a report of schema {:?}; this kata reads {:?}",
-            r.schema,
-            report::SCHEMA
-        )),
-        Err(e) => Err(format!(
-            "not a report of `cargo run -- report --json` ({e})"
-        )),
-    }
 }
 
 /// How far in the future a report's time may be, for a clock a little
@@ -249,10 +233,6 @@ pub fn tallies(lessons: &[Entry], class: &[Learner]) -> Vec<Tally> {
         .collect()
 }
 
-fn lesson(report: &Report, number: u32) -> Option<&LessonReport> {
-    report.lessons.iter().find(|l| l.number == number)
-}
-
 /// A lesson's milestones as the class reached them: `(number, title, how
 /// many learners reached it)`, the catalog's milestones scored as the
 /// points are; empty for a lesson without.
@@ -372,15 +352,6 @@ pub fn refused(class: &[Learner]) -> Vec<(String, u32, &'static str, String)> {
         }
     }
     out
-}
-
-/// A text from a report, fit for a terminal: its control characters (a
-/// report comes from a learner's machine or CI, and escape sequences could
-/// rewrite the instructor's screen) shown as `�`.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
-        .collect()
 }
 
 #[cfg(test)]

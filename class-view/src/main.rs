@@ -1,4 +1,4 @@
-//! `cargo run -- class PATH` (which runs `cargo run -p kata-class -- PATH`):
+//! `cargo run -- class PATH` (which runs this binary through cargo):
 //! a whole class at a glance, or, with `--points`, each learner's points as
 //! CI prints them. Exits 1 when a checkout could not run, 2 on a refusal.
 
@@ -59,6 +59,13 @@ struct ClassArgs {
 struct Refusal(String);
 
 fn main() -> ExitCode {
+    // Piped into a reader that stops (`| head`): end quietly, as the runner
+    // does, rather than panic on a closed pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of a signal, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = ClassArgs::parse();
     let root = args
         .root

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use kata_runner::runner::Entry;
+use kata_runner::state;
 
 /// A running FNV-1a hash, for telling inputs apart.
 pub(super) struct Digest(pub(super) u64);
@@ -60,7 +61,7 @@ pub(super) fn sync_kata(
         for entry in entries.flatten() {
             let name = entry.file_name();
             let text = name.to_string_lossy();
-            if [".git", "target", ".kata", "book"]
+            if [".git", "target", state::DIR, "book"]
                 .iter()
                 .any(|n| name == *n)
             {
@@ -108,7 +109,7 @@ pub(super) fn sync_kata(
                 let lesson_file = path
                     .strip_prefix("lessons/")
                     .is_some_and(|f| f.starts_with("lesson_") && f.ends_with(".rs"));
-                if [".git", "target", ".kata", "book"].contains(&first)
+                if [".git", "target", state::DIR, "book"].contains(&first)
                     || lesson_file
                     || path.starts_with("lessons/backups/")
                 {
@@ -151,7 +152,7 @@ pub(super) fn sync_kata(
         write_if_changed(&to.join(path), bytes)?;
     }
     prune(to, "", &files);
-    for dir in ["target", ".kata"] {
+    for dir in ["target", state::DIR] {
         std::fs::create_dir_all(to.join(dir))
             .map_err(|e| format!("cannot make {}: {e}", to.join(dir).display()))?;
     }
@@ -193,7 +194,7 @@ fn tracked(dir: &Path) -> Option<Vec<String>> {
 fn prune(dir: &Path, relative: &str, kept: &BTreeMap<String, Vec<u8>>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if relative.is_empty() && (name == "target" || name == ".kata") {
+        if relative.is_empty() && (name == "target" || name == state::DIR) {
             continue;
         }
         let inner = if relative.is_empty() {

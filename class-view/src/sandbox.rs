@@ -31,6 +31,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use kata_runner::state;
+
 /// How long and how much a learner's run may take.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -125,7 +127,7 @@ pub fn probe(scratch: &Path) -> Result<Bubblewrap, String> {
         for dir in [
             &empty,
             &layout_dir.join("kata/target"),
-            &layout_dir.join("kata/.kata"),
+            &layout_dir.join("kata").join(state::DIR),
         ] {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
@@ -331,7 +333,7 @@ impl Bubblewrap {
         arg(&[&"--bind", &scratch.join("home"), &HOME]);
         arg(&[&"--ro-bind", &layout.kata, &KATA]);
         arg(&[&"--bind", &layout.target, &format!("{KATA}/target")]);
-        arg(&[&"--bind", &layout.state, &format!("{KATA}/.kata")]);
+        arg(&[&"--bind", &layout.state, &format!("{KATA}/{}", state::DIR)]);
         for (file, inside) in &layout.files {
             arg(&[&"--ro-bind", file, &format!("{KATA}/{inside}")]);
         }

@@ -1,4 +1,5 @@
 use super::*;
+use kata_runner::report::LessonReport;
 
 /// The lessons of a catalog of `count` lessons, read as the runner reads
 /// the kata's.

@@ -34,7 +34,7 @@ fn mark(learner: &Learner, entry: &Entry) -> char {
 
 /// `3/23 points`
 fn score(lessons: &[Entry], learner: &Learner) -> String {
-    let (reached, of) = super::points::score(&learner.points(lessons));
+    let (reached, of) = kata_runner::points::score(&learner.points(lessons));
     format!("{reached}/{of} points")
 }
 
@@ -139,12 +139,12 @@ pub fn table(lessons: &[Entry], class: &Class) -> String {
 }
 
 /// Every learner's points, milestone by milestone of the catalog, `lessons`:
-/// what CI prints (`cargo run -- class report.json --points`).
+/// what CI prints for one (`cargo run -- points report.json`).
 pub fn points_tables(lessons: &[Entry], class: &Class) -> String {
     class
         .learners
         .iter()
-        .map(|l| super::points::table(lessons, &l.name, l.latest()))
+        .map(|l| kata_runner::points::table(lessons, &l.name, l.latest()))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -240,7 +240,7 @@ pub fn html(lessons: &[Entry], class: &Class) -> String {
                 "<td class=\"cell {class_name}\" title=\"{title}\">{shown}</td>"
             );
         }
-        let (reached, of) = super::points::score(&learner.points(lessons));
+        let (reached, of) = kata_runner::points::score(&learner.points(lessons));
         let _ = writeln!(page, "<td>{reached}/{of}</td></tr>");
     }
     page.push_str("</table>\n");

@@ -2,7 +2,7 @@
 //! autograding workflow, written from the catalog (one grader step per
 //! milestone, a point each; a lesson without milestones is one), and the
 //! GitLab job beside it, written by hand. Both run the report, keep it as an
-//! artifact and print the points with `class --points`, so both print the
+//! artifact and print the points with the runner's `points`, so both print the
 //! same table. `cargo run -p kata-class --bin autograding -- --write`
 //! writes the workflow again when the milestones change; a test fails
 //! while the file on disk is not what it would write.
@@ -24,7 +24,7 @@ pub const REPORT: &str =
     "cargo run --locked --quiet -- report --json --name \"$LEARNER\" > report.json";
 
 /// How CI prints the points.
-pub const POINTS: &str = "cargo run --locked --quiet -- class report.json --points";
+pub const POINTS: &str = "cargo run --locked --quiet -- points report.json";
 
 /// The shell lines that say whether any lesson file differs from its stub
 /// (`started=true`): in the kata's own repository, and in a learner's that
@@ -262,7 +262,7 @@ mod tests {
         let lessons = kata_runner::runner::lessons(&kata()).unwrap();
         let graders: Vec<String> = graders(&lessons).into_iter().map(|g| g.name).collect();
         // A report that lists nothing, and one that lists a lesson twice and
-        // one the catalog does not hold: `class --points` prints a line per
+        // one the catalog does not hold: `points` prints a line per
         // grader, in order, and its total is the graders' maximum.
         let empty = kata_runner::report::Report {
             schema: kata_runner::report::SCHEMA.into(),
@@ -282,13 +282,13 @@ mod tests {
         };
         odd.lessons = vec![lesson(1), lesson(1), lesson(42)];
         for report in [&empty, &odd] {
-            let points = crate::points::points(&lessons, report);
+            let points = kata_runner::points::points(&lessons, report);
             let lines: Vec<String> = points
                 .iter()
                 .map(|p| format!("{} {}", p.label(), p.title))
                 .collect();
             assert_eq!(lines, graders);
-            let table = crate::points::table(&lessons, "ada", report);
+            let table = kata_runner::points::table(&lessons, "ada", report);
             assert!(
                 table.contains(&format!(" of {}\n", graders.len())),
                 "{table}"

@@ -7,13 +7,17 @@
 //!   tier, stopping at the first failure;
 //! - [`report`]: the instructors' report, and the cache that keeps it quick;
 //! - [`state`]: what the runner remembers of a learner (`.kata/`);
+//! - [`forward`]: the arguments `class` hands to the class view;
 //! - [`load`]: `cargo run -- load`, a running server validated under load;
-//! - [`progress`]: the spinner the commands show while they work.
+//! - [`progress`]: the spinner the commands show while they work;
+//! - [`points`]: a report's points, milestone by milestone (what CI prints).
 //!
 //! The lessons themselves come from `lessons/lessons.toml` through the
 //! `kata-catalog` crate.
 
+pub mod forward;
 pub mod load;
+pub mod points;
 pub mod progress;
 pub mod report;
 pub mod runner;

@@ -15,9 +15,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use commands::{
-    bench, class, compare, find, hint, load, reach, report, reset, serve, status, summarize, watch,
-    Refusal,
+    bench, class, compare, find, hint, load, points, reach, report, reset, serve, status,
+    summarize, watch, Refusal,
 };
+use kata_runner::forward::class_root;
 use kata_runner::runner;
 
 #[derive(Parser)]
@@ -137,6 +138,12 @@ enum Command {
         )]
         args: Vec<std::ffi::OsString>,
     },
+    /// One report's points, milestone by milestone of the catalog: what CI
+    /// prints after `report --json`.
+    Points {
+        /// The report (`report --json` written to a file).
+        report: PathBuf,
+    },
     /// Every lesson's state and failing checks, for instructors. Exits 0
     /// when every lesson started passes, 1 otherwise.
     Report {
@@ -147,23 +154,6 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
     },
-}
-
-/// Takes `--root DIR` (or `--root=DIR`) out of the class view's arguments.
-fn class_root(args: &mut Vec<std::ffi::OsString>) -> Option<PathBuf> {
-    let at = args
-        .iter()
-        .position(|a| a == "--root" || a.to_string_lossy().starts_with("--root="))?;
-    let flag = args.remove(at);
-    match flag.to_string_lossy().strip_prefix("--root=") {
-        Some(value) => Some(PathBuf::from(value)),
-        None if at < args.len() => Some(PathBuf::from(args.remove(at))),
-        // No value: the class view says so.
-        None => {
-            args.insert(at, flag);
-            None
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -210,6 +200,7 @@ fn main() -> ExitCode {
             Some(Command::Reset { lesson }) => find(&lessons, lesson).and_then(|e| reset(&root, e)),
             Some(Command::Report { json, name }) => report(&root, &lessons, json, name),
             Some(Command::Class { args }) => class(&root, &args),
+            Some(Command::Points { report }) => points(&lessons, &report),
             Some(Command::Bench { lesson }) => find(&lessons, lesson).and_then(|e| bench(&root, e)),
             Some(Command::Serve {
                 reference,

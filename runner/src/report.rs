@@ -412,6 +412,21 @@ pub fn make(
     }
 }
 
+/// A report's text, read: a sentence when it is not a report this kata
+/// reads.
+pub fn parse(text: &str) -> Result<Report, String> {
+    match serde_json::from_str::<Report>(text) {
+        Ok(r) if r.schema == SCHEMA => Ok(r),
+        Ok(r) => Err(format!(
+            "a report of schema {:?}; this kata reads {:?}",
+            r.schema, SCHEMA
+        )),
+        Err(e) => Err(format!(
+            "not a report of `cargo run -- report --json` ({e})"
+        )),
+    }
+}
+
 /// Whether every lesson that was started passes: the report's exit code.
 pub fn all_started_pass(report: &Report) -> bool {
     report

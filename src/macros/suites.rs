@@ -270,8 +270,7 @@ macro_rules! __group {
         // name would be sorted as a property without a word.
         const _: () = ::std::assert!(
             $crate::__groups::is_group(::std::stringify!($group)),
-            "not a group of checks: the groups are kata_catalog::groups::GROUPS (config, \
-             property, slow, snapshot, loom, race, fault, end_to_end, source)"
+            "not a group of checks: the groups are GROUPS in catalog/src/groups.rs"
         );
         mod $group {
             #[allow(unused_imports)]

@@ -194,8 +194,6 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
     all.unwrap_or_else(|| suite::run_binary(root, exe, subject, None, Until::Caught(shows)))
 }
 
-/// A row for a run of the crates' own tests; their output is shown when
-/// they fail.
 /// The integration tests run beside the lessons: each row's name, its
 /// package and its test target.
 const BESIDE: [(&str, &str, &str); 2] = [
@@ -211,6 +209,8 @@ const BESIDE: [(&str, &str, &str); 2] = [
     ),
 ];
 
+/// A row for a run of the crates' own tests; their output is shown when
+/// they fail.
 fn harness_row(what: &str, run: std::io::Result<std::process::Output>, seconds: f64) -> Row {
     let ok = matches!(&run, Ok(out) if out.status.success());
     if let (false, Ok(out)) = (ok, &run) {

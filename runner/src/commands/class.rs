@@ -4,15 +4,20 @@
 //! and starts it, the first time an instructor asks.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::Path;
+use std::process::ExitCode;
 
 use kata_runner::suite;
 
-use super::{exit_code, Done, Refusal};
+use super::{Done, Refusal};
 
-/// `cargo run -p kata-class -- --root ROOT ARGS…` with the class crate
-/// beside this runner (ROOT may be another kata: the class view reads its
-/// catalog), its exit code the runner's.
+/// `cargo run --manifest-path class-view/Cargo.toml --bin kata-class --
+/// --root ROOT ARGS…`, the class crate beside this runner (ROOT may be
+/// another kata: the class view reads its catalog), in the caller's folder
+/// (a relative PATH is the caller's), its exit code the runner's: 2 for a
+/// refusal, 1 when a checkout could not run. Cargo's build shows on a
+/// terminal, the first time a minute or two.
 pub fn class(root: &Path, args: &[OsString]) -> Done {
     let kata = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let manifest = kata.join("class-view").join("Cargo.toml");
@@ -22,10 +27,12 @@ pub fn class(root: &Path, args: &[OsString]) -> Done {
             kata.display()
         )));
     }
-    let status = std::process::Command::new(suite::cargo())
-        .current_dir(&kata)
-        .arg("run")
-        .arg("--quiet")
+    let mut cargo = std::process::Command::new(suite::cargo());
+    cargo.arg("run");
+    if !std::io::stderr().is_terminal() {
+        cargo.arg("--quiet");
+    }
+    let status = cargo
         .arg("--manifest-path")
         .arg(&manifest)
         .args(["--bin", "kata-class", "--", "--root"])
@@ -33,5 +40,9 @@ pub fn class(root: &Path, args: &[OsString]) -> Done {
         .args(args)
         .status()
         .map_err(|e| Refusal(format!("could not run cargo: {e}")))?;
-    Ok(exit_code(status))
+    Ok(match status.code() {
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // Ended by a signal.
+        None => ExitCode::FAILURE,
+    })
 }

@@ -1,9 +1,10 @@
 //! The fixture katas the runner is driven on: one of five lessons (passing,
 //! failing, not compiling, hanging, not started) and one of lesson 07's
-//! layer, each its own package, built in the kata's own target directory
-//! with the kata's profiles: the crates they share with the kata are built
-//! once, for both (a target directory of their own built the harness and
-//! every crate below it a second time, minutes on two cores and gigabytes).
+//! layer, each its own package with the kata's dependencies and profiles
+//! (the harness optimised as the lessons have it), built in a target
+//! directory of their own: a fixture's build script writes the catalog's
+//! mistakes into its target directory and removes what its catalog does
+//! not list, which would be the kata's own mistakes in the kata's target.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -93,15 +94,17 @@ pub fn forget_state(dir: &Path) {
     let _ = std::fs::remove_dir_all(dir.join("lessons/backups"));
 }
 
-/// Where every fixture kata builds: the kata's own target directory.
+/// Where every fixture kata builds: a target directory of their own.
 pub fn target() -> PathBuf {
-    Path::new(ROOT).join("target")
+    Path::new(ROOT)
+        .join("target")
+        .join("runner-fixture")
+        .join("target")
 }
 
 /// The kata's dependencies, build dependencies and profiles, as its
 /// manifest writes them, its paths made absolute: a fixture builds with
-/// the very features and settings a lesson of the kata builds with, so
-/// every crate below the lesson is built once for both.
+/// the dependencies and settings a lesson of the kata builds with.
 fn shared_sections() -> String {
     let manifest = read("Cargo.toml");
     let mut kept = String::new();

@@ -426,22 +426,50 @@ fn report_json_follows_its_schema() {
         again.err
     );
     assert_ne!(states_again[3], "failing", "a hang was kept: {}", again.out);
+
+    // What CI prints of the report it uploads: a point per lesson of the
+    // catalog (the fixture's have no milestones), the passing one reached.
+    let file = kata().parent().unwrap().join("report-ada.json");
+    std::fs::write(&file, &run.out).unwrap();
+    let points = runner(&["points", file.to_str().unwrap()]);
+    assert_eq!(points.code, 0, "{}", points.err);
+    assert!(points.out.starts_with("points of Ada ("), "{}", points.out);
+    assert!(points.out.contains("): 1 of 5\n"), "{}", points.out);
+    assert!(points.out.contains("  01      Passing"), "{}", points.out);
+    std::fs::write(&file, "{}").unwrap();
+    let refused = runner(&["points", file.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{}", refused.out);
+    assert!(refused.err.contains("not a report of"), "{}", refused.err);
 }
 
 #[test]
 fn class_hands_its_line_to_the_instructors_crate() {
     // The class view is the crate `kata-class` (its tests: class-view/tests);
-    // the runner only starts it, through cargo, with the kata it was given
-    // (a `--root` among the class view's arguments is the runner's). Here
-    // "cargo" is echo: what the runner would run.
-    let run = runner_with(&["class", "folder", "--points"], "", &[("CARGO", "echo")]);
-    assert_eq!(run.code, 0, "{}{}", run.out, run.err);
+    // the runner only starts it, through cargo, in the caller's folder (a
+    // relative PATH is the caller's), with the kata it was given (a
+    // `--root` among the class view's arguments is the runner's), and
+    // exits as it does. Here "cargo" is a script: what the runner would run.
+    let script = kata().parent().unwrap().join("fake-cargo.sh");
+    std::fs::write(&script, "#!/bin/sh\necho \"$PWD\" \"$@\"\nexit 3\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let run = runner_with(
+        &["class", "folder", "--points"],
+        "",
+        &[("CARGO", script.to_str().unwrap())],
+    );
+    assert_eq!(run.code, 3, "{}{}", run.out, run.err);
     let line: Vec<&str> = run.out.split_whitespace().collect();
     let kata = kata().canonicalize().unwrap();
     let manifest = std::path::Path::new(ROOT).join("class-view/Cargo.toml");
+    let here = std::env::current_dir().unwrap();
     assert_eq!(
         line,
         [
+            here.to_str().unwrap(),
             "run",
             "--quiet",
             "--manifest-path",

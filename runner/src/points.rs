@@ -13,8 +13,8 @@
 
 use std::fmt::Write as _;
 
-use kata_runner::report::Report;
-use kata_runner::runner::Entry;
+use crate::report::{LessonReport, Report};
+use crate::runner::Entry;
 
 /// One line of the points table: a milestone (or a whole lesson) and
 /// whether it was reached.
@@ -42,7 +42,7 @@ impl Point {
 pub fn points(lessons: &[Entry], report: &Report) -> Vec<Point> {
     let mut out = Vec::new();
     for entry in lessons {
-        let theirs = super::lesson(report, entry.number);
+        let theirs = lesson(report, entry.number);
         let passed = theirs.is_some_and(|l| l.state == "passed");
         if entry.milestones.is_empty() {
             out.push(Point {
@@ -77,7 +77,7 @@ pub fn score(points: &[Point]) -> (usize, usize) {
     (points.iter().filter(|p| p.reached).count(), points.len())
 }
 
-/// The points table CI prints (`cargo run -- class report.json --points`):
+/// The points table CI prints (`cargo run -- points report.json`):
 /// every milestone of the catalog, `lessons`, with its point, and the total.
 pub fn table(lessons: &[Entry], who: &str, report: &Report) -> String {
     let points = points(lessons, report);
@@ -91,8 +91,8 @@ pub fn table(lessons: &[Entry], who: &str, report: &Report) -> String {
     let _ = writeln!(
         out,
         "points of {} ({}{commit}): {reached} of {of}\n",
-        super::printable(who),
-        super::printable(&report.when)
+        printable(who),
+        printable(&report.when)
     );
     let width = points
         .iter()
@@ -106,12 +106,26 @@ pub fn table(lessons: &[Entry], who: &str, report: &Report) -> String {
             out,
             "  {:<6}  {:<width$}  {}/1",
             p.label(),
-            super::printable(&p.title),
+            printable(&p.title),
             u8::from(p.reached)
         );
     }
     let _ = writeln!(out, "  {:<6}  {:<width$}  {reached}/{of}", "total", "");
     out
+}
+
+/// A lesson of a report, the first listing of its number.
+pub fn lesson(report: &Report, number: u32) -> Option<&LessonReport> {
+    report.lessons.iter().find(|l| l.number == number)
+}
+
+/// A text from a report, fit for a terminal: its control characters (a
+/// report comes from a learner's machine or CI, and escape sequences could
+/// rewrite the instructor's screen) shown as `�`.
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '\u{fffd}' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
@@ -121,7 +135,7 @@ mod tests {
     /// The kata's own catalog: 22 points.
     fn catalog() -> Vec<Entry> {
         let kata = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        kata_runner::runner::lessons(&kata).unwrap()
+        crate::runner::lessons(&kata).unwrap()
     }
 
     /// A lesson as a report lists it: `(number, state, milestones reached
@@ -144,7 +158,7 @@ mod tests {
             })
             .collect();
         serde_json::from_value(serde_json::json!({
-            "schema": kata_runner::report::SCHEMA, "learner": "ada", "when": "2026-12-01T10:00:00Z",
+            "schema": crate::report::SCHEMA, "learner": "ada", "when": "2026-12-01T10:00:00Z",
             "commit": "0123456789abcdef0123", "lessons": lessons
         }))
         .unwrap()
