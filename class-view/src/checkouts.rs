@@ -1,7 +1,8 @@
 //! Learners' checkouts, run: each learner's lesson files, copied out of
 //! their checkout (which is never written), go through the kata's report
-//! (`kata-class --report-of NAME`, what `report --json` prints) in a sandbox ([`super::sandbox`]), or, only when the
-//! instructor says so (`--run-untrusted-code-as-me`), without one.
+//! (`kata-class --report-of NAME`, what `report --json` prints) in a
+//! sandbox ([`super::sandbox`]), or, only when the instructor says so
+//! (`--run-untrusted-code-as-me`), without one.
 //!
 //! In `target/class/`:
 //!
@@ -265,7 +266,7 @@ fn prepare(
     notes: &mut Vec<String>,
 ) -> Result<Prepared, String> {
     let copies = dir.join("lessons");
-    let hints_dir = dir.join(state::DIR).join("hints");
+    let hints_dir = dir.join(state::HINTS);
     let _ = std::fs::remove_dir_all(&copies);
     let _ = std::fs::remove_dir_all(&hints_dir);
     for made in [&copies, &hints_dir] {

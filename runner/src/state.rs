@@ -13,11 +13,14 @@ use std::path::{Path, PathBuf};
 /// The folder's name, at the kata's root.
 pub const DIR: &str = ".kata";
 
+/// The folder of the hints shown, relative to the kata's root.
+pub const HINTS: &str = ".kata/hints";
+
 /// The file that keeps how many hints of `lesson` were shown, relative to
 /// the kata's root, `/` between its parts (the class view reads it in a
 /// learner's checkout).
 pub fn hints_file(lesson: &str) -> String {
-    format!("{DIR}/hints/{lesson}")
+    format!("{HINTS}/{lesson}")
 }
 
 /// How many hints of a lesson were shown (0 when none is known).
@@ -75,6 +78,7 @@ mod tests {
         assert_eq!(hints_shown(&root, "lesson_03"), 0);
         assert_eq!(current_milestone(&root, "lesson_02"), 3);
         assert!(root.join(".kata/hints/lesson_02").is_file());
+        assert_eq!(Path::new(HINTS).parent(), Some(Path::new(DIR)));
         assert!(cache_dir(&root, "lesson_02").starts_with(root.join(".kata")));
         std::fs::remove_dir_all(&root).unwrap();
     }
