@@ -12,9 +12,10 @@
 //! - `Lesson`, the type that implements [`Kind`]: it is built once per test
 //!   binary from the catalog's [`Facts`] and the lesson's [`Subjects`], and
 //!   its methods are the checks;
-//! - `suite!`, the kind's standard checks as `#[test]` functions, in
-//!   modules named by their group (`loom::…`, `race::…`, `fault::…`,
-//!   `snapshot::…`): the runner sorts checks by those names.
+//! - `trials`, the kind's standard checks as data
+//!   ([`crate::trial::Trials`]), each in the module of its group
+//!   (`loom::…`, `race::…`, `fault::…`, `snapshot::…`), which the runner
+//!   reads with each result.
 //!
 //! Everything a kind shares with the others (facts, the subject under test,
 //! the checks every limiter passes) comes from [`Facts`], [`Subjects`] and
@@ -119,7 +120,7 @@ impl Facts {
 }
 
 /// A kind of lesson: how it is built from the catalog's facts and the
-/// lesson's subjects. Its checks are its methods, called by its `suite!`.
+/// lesson's subjects. Its checks are its methods, called by its `trials`.
 pub trait Kind: Sized + Send + Sync + 'static {
     /// What `variant!` makes of one subject's file.
     type Variant: Copy + Send + Sync + 'static;

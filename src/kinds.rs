@@ -1,34 +1,19 @@
 //! What the runner asks of a lesson's kind without naming it, by the name
 //! the catalog gives the kind's module (`kata_catalog::Kind::module`):
-//! `kinds!(limiter, http, …)` in `src/lib.rs` lists the kinds once, and a
-//! kind in the list that lacks what is asked (`comparison`) does not
-//! compile. A kind of the catalog missing from the list fails this module's
-//! test.
-
-/// [`comparison`] over the kinds' modules, each a `pub mod` of the crate.
-/// Used once, in `src/lib.rs`.
-macro_rules! kinds {
-    ($($kind:ident),+ $(,)?) => {
-        /// The kinds' `comparison`s, by their module's name ([`kinds::comparison`]).
-        fn comparison_of(module: &str, timeline: Option<&str>) -> Option<Result<String, String>> {
-            match module {
-                $(stringify!($kind) => Some($kind::comparison(timeline)),)+
-                _ => None,
-            }
-        }
-    };
-}
-pub(crate) use kinds;
+//! `KINDS` in `src/lib.rs` lists the kinds once, each with what is asked of
+//! it (`comparison`), so that a kind that lacks it does not compile. A kind
+//! of the catalog missing from the list fails this module's test.
 
 /// What `cargo run -- compare N [TIMELINE]` draws for a lesson of the kind
 /// whose module is `module`: each kind's own `comparison` (TIMELINE checked
 /// as its tests would, or its first drawing).
 pub fn comparison(module: &str, timeline: Option<&str>) -> Result<String, String> {
-    crate::comparison_of(module, timeline).unwrap_or_else(|| {
-        Err(format!(
+    match crate::KINDS.iter().find(|(name, _)| *name == module) {
+        Some((_, comparison)) => comparison(timeline),
+        None => Err(format!(
             "the harness has no kind whose module is `{module}`"
-        ))
-    })
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -72,7 +57,7 @@ mod tests {
         assert!(comparison("nosuch", None).is_err());
     }
 
-    /// Every kind of the catalog is in `kinds!`'s list (`src/lib.rs`).
+    /// Every kind of the catalog is in `KINDS` (`src/lib.rs`).
     #[test]
     fn every_kind_of_the_catalog_is_listed() {
         for kind in kata_catalog::Kind::ALL {

@@ -6,6 +6,9 @@
 //! everything else lives here, once:
 //!
 //! - [`text`]: how messages count things, a leaf every module may use;
+//! - [`trial`]: checks as data, a leaf too: a lesson's checks are trials
+//!   its kind returns, run by [`trial::main`] as libtest runs tests, each
+//!   result also written as a JSON line for the runner;
 //! - [`time`], [`decision`]: the contract's types (`Timestamp`, `Decision`,
 //!   `ConfigError`, `RateLimiter`);
 //! - [`sync`]: the facade a learner file takes its primitives from, over std
@@ -35,7 +38,7 @@
 //! - [`infra`]: the real servers subjects run on, below every kind: a
 //!   `redis-server`, a Redis Cluster, the proxy that orders app servers'
 //!   commands, and the client;
-//! - the kinds, a module each, holding its `variant!`, `Lesson` and `suite!`:
+//! - the kinds, a module each, holding its `variant!`, `Lesson` and `trials`:
 //!   [`limiter`] (lesson 01) and [`shared_limiter`] (02–06), whose lesson is
 //!   [`checks::Lesson`]; [`http`], the `http-layer` kind of lesson 07, a
 //!   tower layer; [`redis`], the `redis-limiter` kind of lesson 08, its state
@@ -44,10 +47,9 @@
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
 //! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
-//!   its module, so that the runner names no kind (`kinds!` below: a new
-//!   kind is its `pub mod` line and a word there);
-//! - `macros`: [`lesson!`] and `define_lesson!`, what every kind's
-//!   `variant!` uses, and the groups of tests the kinds of limiter share.
+//!   its module, so that the runner names no kind (`KINDS` below: a new
+//!   kind is its `pub mod` line and a line there);
+//! - `macros`: [`lesson!`], and what every kind's `variant!` uses.
 //!
 //! Modules depend on each other in one direction only, in the layers that
 //! `LAYERS` of `catalog/src/layers.rs` lists and checks (the catalog's
@@ -91,15 +93,23 @@ pub mod sync;
 pub mod text;
 pub mod time;
 pub mod timeline;
+pub mod trial;
 pub mod watchdog;
 
-// What the runner asks of the kinds (each a `pub mod` above), by name.
-kinds::kinds!(limiter, shared_limiter, http, redis, memory, async_redis);
+/// What the runner asks of the kinds (each a `pub mod` above), by the name
+/// of its module: what `cargo run -- compare` draws ([`kinds::comparison`]).
+type Comparison = fn(Option<&str>) -> Result<String, String>;
+const KINDS: [(&str, Comparison); 6] = [
+    ("limiter", limiter::comparison),
+    ("shared_limiter", shared_limiter::comparison),
+    ("http", http::comparison),
+    ("redis", redis::comparison),
+    ("memory", memory::comparison),
+    ("async_redis", async_redis::comparison),
+];
 
 pub use checks::Lesson;
 pub use decision::{AsyncRateLimiter, ConfigError, Decision, RateLimiter};
 pub use drive::{Drive, Variant};
-#[doc(hidden)]
-pub use kata_catalog::groups as __groups;
 pub use scenarios::Scenario;
 pub use time::Timestamp;

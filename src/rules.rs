@@ -18,6 +18,17 @@ pub enum RuleKind {
 
 impl RuleKind {
     /// As failures and drawings name it.
+    /// The module its checks sit in, in a kind that runs them per rule
+    /// (`gcra::config::every_pair_of_faults`).
+    pub fn module(self) -> &'static str {
+        match self {
+            RuleKind::FixedWindow => "fixed_window",
+            RuleKind::SlidingLog => "sliding_log",
+            RuleKind::TokenBucket => "token_bucket",
+            RuleKind::Gcra => "gcra",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             RuleKind::FixedWindow => "fixed window",

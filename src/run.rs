@@ -15,15 +15,14 @@ use crate::subject::Subject;
 use crate::timeline::Timeline;
 use crate::watchdog::{time_limit, watched, Stop};
 
-/// Runs the test at path `test` (`module_path!()` and the test's name: the
-/// crate's name is dropped) of this test binary again, alone, in a child
+/// Runs the test named `test` (`property::stays_quick_after_idle_gaps`, as
+/// [`crate::trial::name`] gives it) of this test binary again, alone, in a child
 /// process with `probe` set in its environment, and stops it (its whole
 /// process group) after `limit`. Returns what it printed and whether it was
 /// stopped. For checks that must not share the process: a loop with no
 /// lock or atomic in it cannot be stopped any other way, and bytes held
 /// are only the subject's when no other test runs.
 pub fn run_alone(test: &str, probe: &str, limit: Duration) -> (String, bool) {
-    let test = test.split_once("::").map_or(test, |(_, rest)| rest);
     let exe = std::env::current_exe().expect("the test binary knows its path");
     let mut command = std::process::Command::new(exe);
     command

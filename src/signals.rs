@@ -168,11 +168,13 @@ mod tests {
                 .unwrap();
             return;
         }
+        // This unit test's name, without the crate's.
+        let name = concat!(
+            module_path!(),
+            "::an_overflow_after_loom_is_reported_by_rust"
+        );
         let (output, stopped) = crate::run::run_alone(
-            concat!(
-                module_path!(),
-                "::an_overflow_after_loom_is_reported_by_rust"
-            ),
+            name.split_once("::").map_or(name, |(_, test)| test),
             PROBE,
             std::time::Duration::from_secs(60),
         );

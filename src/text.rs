@@ -7,17 +7,11 @@ pub trait Number: Copy + std::fmt::Display {
     fn is_one(self) -> bool;
 }
 
-macro_rules! numbers {
-    ($($t:ty),*) => {$(
-        impl Number for $t {
-            fn is_one(self) -> bool {
-                self == 1
-            }
-        }
-    )*};
+impl<T: Copy + std::fmt::Display + PartialEq + From<u8>> Number for T {
+    fn is_one(self) -> bool {
+        self == T::from(1)
+    }
 }
-
-numbers!(u8, u16, u32, u64, u128, usize, i32, i64);
 
 /// The noun for `n` of it: `noun` for exactly one, else its plural, which
 /// adds an `s` or, for a noun that does not (`entry|entries`), is written

@@ -162,7 +162,7 @@ pub fn collect_until(
         tx: mpsc::Sender<Chunk>,
         wrap: fn(String) -> Chunk,
     ) {
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             let Some(pipe) = pipe else { return };
             let mut reader = std::io::BufReader::new(pipe);
             let mut line = Vec::new();
@@ -344,10 +344,12 @@ fn watch_over<R: Send + 'static>(
     let progress_at = Arc::new(AtomicUsize::new(usize::MAX));
     let (tx, rx) = mpsc::channel();
     let (w, p) = (watch.clone(), progress_at.clone());
+    let output = crate::trial::Output::current();
     let spawned = std::thread::Builder::new()
         .name("kata-watched".into())
         .stack_size(32 << 20)
         .spawn(move || {
+            crate::trial::Output::adopt(output);
             QUIET.with(|q| q.set(true));
             set_watch(Some(w));
             PROGRESS.with(|slot| *slot.borrow_mut() = Some(p));

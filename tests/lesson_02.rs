@@ -3,40 +3,50 @@
 //! adds its examples. Run: `cargo test --test lesson_02` (your file) or
 //! with `KATA_SUBJECT=reference` (the reference solution).
 
-use rstest::rstest;
+use kata::trial::{Named, Trials};
 
 kata::lesson!();
 
 /// Requests as `key@nanos`; answers as `+remaining` or `-retry_after_nanos`.
-#[rstest]
-#[case::first_requests_count_down(3, 1_000, "a@0 a@0 a@0", "+2 +1 +0")]
-#[case::denied_until_the_next_window(2, 1_000, "a@0 a@1 a@2 a@999", "+1 +0 -998 -1")]
-#[case::window_opens_exactly_on_its_start(
-    2,
-    1_000,
-    "a@0 a@1 a@1000 a@1000 a@1000",
-    "+1 +0 +1 +0 -1000"
-)]
-#[case::windows_align_to_the_origin_not_to_the_first_request(
-    2,
-    1_000,
-    "a@900 a@950 a@1000",
-    "+1 +0 +1"
-)]
-#[case::boundary_burst_lets_two_limits_through(
-    2,
-    1_000,
-    "a@999 a@999 a@1000 a@1000",
-    "+1 +0 +1 +0"
-)]
-#[case::keys_are_independent(1, 1_000, "a@0 b@0 a@1 b@1 \"\"@1", "+0 +0 -999 -999 +0")]
-#[case::idle_windows_are_forgotten(1, 10, "a@5 a@95 a@96", "+0 +0 -4")]
-#[case::one_nanosecond_windows(1, 1, "a@0 a@0 a@1", "+0 -1 +0")]
-fn examples(
-    #[case] limit: u64,
-    #[case] window: u64,
-    #[case] requests: &str,
-    #[case] expected: &str,
-) {
-    lesson().example(limit, window, requests, expected);
+const EXAMPLES: &[Named<(u64, u64, &str, &str)>] = &[
+    (
+        "first_requests_count_down",
+        (3, 1_000, "a@0 a@0 a@0", "+2 +1 +0"),
+    ),
+    (
+        "denied_until_the_next_window",
+        (2, 1_000, "a@0 a@1 a@2 a@999", "+1 +0 -998 -1"),
+    ),
+    (
+        "window_opens_exactly_on_its_start",
+        (
+            2,
+            1_000,
+            "a@0 a@1 a@1000 a@1000 a@1000",
+            "+1 +0 +1 +0 -1000",
+        ),
+    ),
+    (
+        "windows_align_to_the_origin_not_to_the_first_request",
+        (2, 1_000, "a@900 a@950 a@1000", "+1 +0 +1"),
+    ),
+    (
+        "boundary_burst_lets_two_limits_through",
+        (2, 1_000, "a@999 a@999 a@1000 a@1000", "+1 +0 +1 +0"),
+    ),
+    (
+        "keys_are_independent",
+        (1, 1_000, "a@0 b@0 a@1 b@1 \"\"@1", "+0 +0 -999 -999 +0"),
+    ),
+    (
+        "idle_windows_are_forgotten",
+        (1, 10, "a@5 a@95 a@96", "+0 +0 -4"),
+    ),
+    ("one_nanosecond_windows", (1, 1, "a@0 a@0 a@1", "+0 -1 +0")),
+];
+
+fn examples(t: &mut Trials) {
+    t.examples(EXAMPLES, |(limit, window, requests, expected)| {
+        lesson().example(limit, window, requests, expected);
+    });
 }

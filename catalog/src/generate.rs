@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::{Catalog, File, Lesson, FILE};
+use crate::{Catalog, Lesson, FILE};
 
 /// What `build.rs` of the lessons' package runs: writes
 /// `$OUT_DIR/lesson_NN.rs` for every lesson of the catalog, which
@@ -91,64 +91,144 @@ fn target_dir(out: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// The code `tests/lesson_NN.rs` includes: the lesson's implementations as
-/// subjects, `fn lesson()`, and the standard checks of its kind. Its
-/// mistakes compile from `applied/lesson_NN/<name>.rs`, where the build
-/// script writes them.
+/// The code `tests/lesson_NN.rs` includes: each of the lesson's files
+/// compiled as a subject by its kind's `variant!`, `fn lesson()` (the
+/// lesson, built on first use from these facts and the subject
+/// `KATA_SUBJECT` selects), and `fn main()`, which runs the kind's checks
+/// (`kata::<kind>::trials`), the test file's `examples` and the baseline's
+/// agreement, if the lesson has one. A kind that counts the bytes its test
+/// binary holds also gets its allocator. Each file is given twice: as
+/// learners see it, relative to the kata's root, and as the compiler finds
+/// it. Its mistakes compile from `applied/lesson_NN/<name>.rs`, where the
+/// build script writes them.
 pub fn generate(catalog: &Catalog, lesson: &Lesson, applied: &Path) -> String {
     let slashes = |p: &Path| p.to_string_lossy().replace('\\', "/");
     let root = slashes(&catalog.root);
-    let file = |path: &str| format!("[{path:?}, {:?}]", format!("{root}/{path}"));
-    let list = |files: &[File]| -> String {
-        files
-            .iter()
-            .map(|f| format!("\n        {}: {},", f.name, file(&f.path)))
-            .collect()
-    };
-    // A mistake is named as the file compiled, relative to the kata's root
-    // when the target folder is inside it.
-    let mistakes: String = lesson
-        .mistakes
-        .iter()
-        .map(|f| {
-            let full = slashes(&applied.join(lesson.name()).join(format!("{}.rs", f.name)));
-            let shown = full
-                .strip_prefix(&format!("{root}/"))
-                .unwrap_or(&full)
-                .to_string();
-            format!("\n        {}: [{shown:?}, {full:?}],", f.name)
-        })
-        .collect();
+    let kind = format!("kata::{}", lesson.kind.module());
+    let limiter = &lesson.type_name;
     let mut code = String::new();
     let _ = writeln!(
         code,
         "// Written by the lessons' build script from {FILE} and the files on disk."
     );
-    let _ = writeln!(code, "kata::define_lesson! {{");
-    let _ = writeln!(code, "    kind: kata::{},", lesson.kind.module());
-    let _ = writeln!(code, "    number: {},", lesson.number);
-    let _ = writeln!(code, "    title: {:?},", lesson.title);
-    let _ = writeln!(code, "    algorithm: {},", lesson.algorithm);
-    let _ = writeln!(code, "    limiter: {},", lesson.type_name);
-    let _ = writeln!(code, "    learner: {},", file(&lesson.learner_file()));
-    let _ = writeln!(code, "    stub: {},", file(&lesson.stub_file()));
-    let _ = writeln!(code, "    reference: {},", file(&lesson.reference_file()));
-    let _ = writeln!(code, "    mistakes: {{{mistakes}\n    }},");
-    let _ = writeln!(
-        code,
-        "    alternatives: {{{}\n    }},",
-        list(&lesson.alternatives)
-    );
-    if let Some(base) = lesson.baseline.and_then(|b| catalog.lesson(b)) {
+    let mut subject = |module: &str, path: &str, full: &str, kind: &str, limiter: &str| {
         let _ = writeln!(
             code,
-            "    baseline: {{ {}: {}, test: decides_like_the_lesson_{:02}_reference }},",
-            base.type_name,
-            file(&base.reference_file()),
-            base.number
+            "{kind}::variant!({module}, {path:?}, {full:?}, {limiter});"
+        );
+    };
+    let mut subjects: Vec<(String, String, String)> = vec![];
+    let mut add = |module: &str, path: &str| {
+        subjects.push((
+            module.to_string(),
+            path.to_string(),
+            format!("{root}/{path}"),
+        ));
+    };
+    add("learner", &lesson.learner_file());
+    add("stub", &lesson.stub_file());
+    add("reference", &lesson.reference_file());
+    let mistakes: Vec<(String, String, String)> = lesson
+        .mistakes
+        .iter()
+        .map(|f| {
+            // A mistake is named as the file compiled, relative to the
+            // kata's root when the target folder is inside it.
+            let full = slashes(&applied.join(lesson.name()).join(format!("{}.rs", f.name)));
+            let shown = full
+                .strip_prefix(&format!("{root}/"))
+                .unwrap_or(&full)
+                .to_string();
+            (f.name.clone(), shown, full)
+        })
+        .collect();
+    let alternatives: Vec<(String, String, String)> = lesson
+        .alternatives
+        .iter()
+        .map(|f| (f.name.clone(), f.path.clone(), format!("{root}/{}", f.path)))
+        .collect();
+    for (module, path, full) in subjects.iter().chain(&mistakes).chain(&alternatives) {
+        subject(module, path, full, &kind, limiter);
+    }
+    let baseline = lesson.baseline.and_then(|b| catalog.lesson(b));
+    if let Some(base) = baseline {
+        // A baseline is driven as a limiter: `new(limit, period)`, `check`.
+        let path = base.reference_file();
+        subject(
+            "baseline",
+            &path,
+            &format!("{root}/{path}"),
+            "kata::limiter",
+            &base.type_name,
         );
     }
-    let _ = writeln!(code, "}}");
+    let named = |list: &[(String, String, String)]| -> String {
+        list.iter()
+            .map(|(m, _, _)| format!("({m:?}, {m}::VARIANT), "))
+            .collect()
+    };
+    let _ = write!(
+        code,
+        r#"
+/// This lesson, with the subject `KATA_SUBJECT` selects.
+fn lesson() -> &'static {kind}::Lesson {{
+    static LESSON: ::std::sync::OnceLock<{kind}::Lesson> = ::std::sync::OnceLock::new();
+    LESSON.get_or_init(|| {{
+        <{kind}::Lesson as kata::kind::Kind>::new(
+            kata::kind::Facts {{
+                root: env!("CARGO_MANIFEST_DIR"),
+                number: {number},
+                title: {title:?},
+                limiter: {limiter:?},
+                algorithm: kata::models::Algorithm::{algorithm},
+            }},
+            kata::kind::Subjects::new(
+                env!("CARGO_MANIFEST_DIR"),
+                kata::drive::Implementations {{
+                    learner: learner::VARIANT,
+                    stub: stub::VARIANT,
+                    reference: reference::VARIANT,
+                    mistakes: vec![{mistakes}],
+                    alternatives: vec![{alternatives}],
+                    baseline: {baseline},
+                }},
+            ),
+        )
+    }})
+}}
+
+/// The lesson's checks: its kind's, then the test file's examples.
+fn main() -> ::std::process::ExitCode {{
+    let mut trials = {kind}::trials(lesson);
+    examples(&mut trials);
+"#,
+        number = lesson.number,
+        title = lesson.title,
+        algorithm = lesson.algorithm,
+        mistakes = named(&mistakes),
+        alternatives = named(&alternatives),
+        baseline = match baseline {
+            Some(base) => format!("Some(({:?}, baseline::VARIANT))", base.type_name),
+            None => "None".to_string(),
+        },
+    );
+    if let Some(base) = baseline {
+        let _ = writeln!(
+            code,
+            "    // This lesson keeps lesson {n:02}'s contract another way: on random\n    \
+             // timelines it must answer exactly as that lesson's reference does.\n    \
+             trials.test(\"decides_like_the_lesson_{n:02}_reference\", || lesson().agrees_with_baseline());",
+            n = base.number
+        );
+    }
+    let _ = writeln!(code, "    kata::trial::main(trials)\n}}");
+    if let Some(allocator) = lesson.kind.facts().allocator {
+        let _ = writeln!(
+            code,
+            "\n/// What the kind's checks weigh a subject's memory with.\n\
+             #[global_allocator]\nstatic ALLOCATOR: {kind}::{allocator} = {kind}::{allocator};"
+        );
+    }
     code
 }
 

@@ -1,9 +1,8 @@
 //! The groups a lesson's checks are sorted into, one list that the harness
 //! and the runner both read: each check sits in the module of its group
-//! (the harness's `__group!` puts it there and refuses a module not in
-//! [`GROUPS`]; a lesson's own examples are `examples`), and the runner
-//! reads from that module what kind of check it is ([`Check`]) and in which
-//! tier it runs ([`Tier`]).
+//! (the harness's `Trials::group` takes one of these constants and puts it
+//! there; a lesson's own examples are `examples`), and its group says what
+//! kind of check it is ([`Check`]) and in which tier it runs ([`Tier`]).
 
 /// What kind of check a test is.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -47,20 +46,23 @@ pub struct Group {
     pub tier: Tier,
 }
 
+/// A lesson's own examples (its test file's).
+pub const EXAMPLES: Group = group("examples", Check::Example, Tier::Quick);
+pub const CONFIG: Group = group("config", Check::Config, Tier::Quick);
+pub const PROPERTY: Group = group("property", Check::Property, Tier::Properties);
+/// Properties over a quarter of a million calls: run last.
+pub const SLOW: Group = group("slow", Check::Property, Tier::Slow);
+pub const SNAPSHOT: Group = group("snapshot", Check::Snapshot, Tier::Quick);
+pub const LOOM: Group = group("loom", Check::Loom, Tier::Races);
+pub const RACE: Group = group("race", Check::Race, Tier::Races);
+pub const FAULT: Group = group("fault", Check::Fault, Tier::Slow);
+pub const END_TO_END: Group = group("end_to_end", Check::EndToEnd, Tier::Slow);
+pub const SOURCE: Group = group("source", Check::Source, Tier::Quick);
+
 /// Every group. A lesson that runs the shared checks once per rule nests
 /// them in a module per rule (`gcra::config::every_pair_of_faults`).
 pub const GROUPS: [Group; 10] = [
-    group("examples", Check::Example, Tier::Quick),
-    group("config", Check::Config, Tier::Quick),
-    group("property", Check::Property, Tier::Properties),
-    // Properties over a quarter of a million calls: run last.
-    group("slow", Check::Property, Tier::Slow),
-    group("snapshot", Check::Snapshot, Tier::Quick),
-    group("loom", Check::Loom, Tier::Races),
-    group("race", Check::Race, Tier::Races),
-    group("fault", Check::Fault, Tier::Slow),
-    group("end_to_end", Check::EndToEnd, Tier::Slow),
-    group("source", Check::Source, Tier::Quick),
+    EXAMPLES, CONFIG, PROPERTY, SLOW, SNAPSHOT, LOOM, RACE, FAULT, END_TO_END, SOURCE,
 ];
 
 const fn group(module: &'static str, check: Check, tier: Tier) -> Group {
@@ -69,33 +71,6 @@ const fn group(module: &'static str, check: Check, tier: Tier) -> Group {
         check,
         tier,
     }
-}
-
-/// Whether `module` is the module of a group: what the harness's
-/// `__group!` asks at compile time.
-pub const fn is_group(module: &str) -> bool {
-    let mut i = 0;
-    while i < GROUPS.len() {
-        if same(GROUPS[i].module.as_bytes(), module.as_bytes()) {
-            return true;
-        }
-        i += 1;
-    }
-    false
-}
-
-const fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// The group of a test, from its name (`gcra::config::every_pair_of_faults`):
@@ -157,6 +132,16 @@ impl Tier {
         group_of(test).map_or(Tier::Properties, |g| g.tier)
     }
 
+    /// Its name in a lesson binary's results (`KATA_RESULTS`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Quick => "quick",
+            Tier::Properties => "properties",
+            Tier::Races => "races",
+            Tier::Slow => "slow",
+        }
+    }
+
     /// What learners call it.
     pub fn label(self) -> &'static str {
         match self {
@@ -208,11 +193,12 @@ mod tests {
     }
 
     #[test]
-    fn the_harness_knows_the_groups_and_no_other() {
-        assert!(GROUPS.iter().all(|g| is_group(g.module)));
-        assert!(!is_group("slo"));
-        assert!(!is_group("properties"));
-        assert!(!is_group(""));
+    fn the_groups_and_their_names() {
+        for g in GROUPS {
+            assert_eq!(group_of(&format!("{}::x", g.module)), Some(&g));
+        }
+        assert_eq!(group_of("slo::x"), None);
+        assert_eq!(group_of("properties::x"), None);
         assert!(Check::Source.quick() && Check::Snapshot.quick());
         assert!(!Check::Property.quick() && !Check::Loom.quick());
         assert!(!Check::Source.behavioural() && Check::Fault.behavioural());

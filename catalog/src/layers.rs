@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// above. In the layer of the kinds, a kind uses no other kind: what two
 /// kinds share lives below them.
 pub const LAYERS: &[(&str, &[&str])] = &[
-    ("leaves", &["text", "time", "files", "subject"]),
+    ("leaves", &["text", "time", "files", "subject", "trial"]),
     ("the contract's types", &["decision"]),
     ("the facade and what may be used", &["sync", "source"]),
     (
@@ -324,39 +324,8 @@ pub fn problems(root: &Path) -> Vec<String> {
     let harness = Graph::of(&root.join("src"));
     found.extend(layer_problems(&harness));
     found.extend(unlisted_modules(root, &harness));
-    found.extend(long_files(root));
+    found.extend(crate::sizes::problems(root, &CRATES));
     found
-}
-
-/// The most lines a Rust file of the kata's crates may have (a file's own
-/// tests counted when they are in it): past it, a file holds more than one
-/// thing, and its reader loses the thread.
-pub const MOST_LINES: usize = 700;
-
-/// The files of the kata's crates (each crate's folder, its tests
-/// included) past [`MOST_LINES`].
-fn long_files(root: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    for krate in CRATES {
-        let folder = krate.strip_suffix("/src").unwrap_or(krate);
-        crate::problems::walk(&root.join(folder), &mut files);
-    }
-    files.sort();
-    files.dedup();
-    files
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
-        .filter_map(|file| {
-            let lines = std::fs::read_to_string(file).ok()?.lines().count();
-            let name = file.strip_prefix(root).unwrap_or(file).display();
-            (lines > MOST_LINES).then(|| {
-                format!(
-                    "{name}: {lines} lines, past the {MOST_LINES} a file may have; split what \
-                     it holds into modules (its tests into a tests.rs of its own)"
-                )
-            })
-        })
-        .collect()
 }
 
 /// The harness's modules that are in no layer, use a layer above theirs,
@@ -513,27 +482,6 @@ fn unlisted_modules(root: &Path, harness: &Graph) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_a_file_past_the_most_lines() {
-        let root = std::env::temp_dir().join(format!("kata-long-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        std::fs::create_dir_all(root.join("runner/tests")).unwrap();
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::fs::write(
-            root.join("runner/tests/long.rs"),
-            "//\n".repeat(MOST_LINES + 1),
-        )
-        .unwrap();
-        std::fs::write(root.join("src/fits.rs"), "//\n".repeat(MOST_LINES)).unwrap();
-        let found = long_files(&root);
-        std::fs::remove_dir_all(&root).unwrap();
-        assert_eq!(found.len(), 1, "{found:?}");
-        assert!(
-            found[0].starts_with("runner/tests/long.rs: 701 lines, past the 700"),
-            "{found:?}"
-        );
-    }
 
     fn kata_root() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

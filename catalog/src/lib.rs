@@ -23,6 +23,8 @@ mod layers;
 pub mod mistake;
 mod parse;
 mod problems;
+#[cfg(test)]
+mod sizes;
 
 pub use generate::{build_script, generate, write_if_changed};
 pub use problems::{book_problems, problems};
@@ -35,7 +37,7 @@ pub const ALGORITHMS: [&str; 4] = ["FixedWindow", "SlidingLog", "SlidingCounter"
 pub const FILE: &str = "lessons/lessons.toml";
 
 /// How a timeline drives a lesson's subject: each kind is a module of the
-/// harness ([`Kind::module`]: its `variant!`, `Lesson` and `suite!`). What
+/// harness ([`Kind::module`]: its `variant!`, `Lesson` and `trials`). What
 /// the runner, the self-check, the bench and the demo need to know of a
 /// kind is one entry of [`Kind::facts`]: a new kind is a variant here, its
 /// place in [`Kind::ALL`] and its facts.
@@ -108,6 +110,9 @@ pub struct KindFacts {
     pub measured_as: Option<Measured>,
     /// Whether its subject is raced by the loom scenarios.
     pub concurrent: bool,
+    /// The type of the kind's module its test binary allocates through
+    /// (`#[global_allocator]`), if the checks weigh what a subject holds.
+    pub allocator: Option<&'static str>,
 }
 
 impl Kind {
@@ -134,6 +139,7 @@ impl Kind {
                     arguments: "limit, period",
                 }),
                 concurrent: false,
+                allocator: None,
             },
             Kind::SharedLimiter => KindFacts {
                 id: "shared-limiter",
@@ -146,6 +152,7 @@ impl Kind {
                     arguments: "limit, period",
                 }),
                 concurrent: true,
+                allocator: None,
             },
             Kind::HttpLayer => KindFacts {
                 id: "http-layer",
@@ -155,6 +162,7 @@ impl Kind {
                 runs_beside_the_runner: false,
                 measured_as: Some(Measured::Layer),
                 concurrent: false,
+                allocator: None,
             },
             // Lesson 08's cost is a round trip to Redis, not measured.
             Kind::RedisLimiter => KindFacts {
@@ -165,6 +173,7 @@ impl Kind {
                 runs_beside_the_runner: false,
                 measured_as: None,
                 concurrent: false,
+                allocator: None,
             },
             // Built from a rule and bounds: the token bucket, with room for
             // every key the benchmark uses.
@@ -180,6 +189,7 @@ impl Kind {
                                 kata::memory::Bounds::new(\"bench\", 1 << 20, kata::memory::Overflow::Deny)",
                 }),
                 concurrent: true,
+                allocator: Some("Counting"),
             },
             Kind::AsyncRedisLimiter => KindFacts {
                 id: "async-redis-limiter",
@@ -189,6 +199,7 @@ impl Kind {
                 runs_beside_the_runner: false,
                 measured_as: None,
                 concurrent: false,
+                allocator: None,
             },
         }
     }
@@ -199,7 +210,7 @@ impl Kind {
     }
 
     /// The module of the harness (`kata`) that holds the kind: its
-    /// `variant!`, its `Lesson` and its `suite!` (see the harness's `kind`).
+    /// `variant!`, its `Lesson` and its `trials` (see the harness's `kind`).
     pub fn module(self) -> &'static str {
         self.facts().module
     }

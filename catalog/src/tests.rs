@@ -31,11 +31,14 @@ fn finds_mistakes_and_alternatives_on_disk() {
         .iter()
         .all(|m| m.path.starts_with("mistakes/lesson_06/") && m.path.ends_with(".diff")));
     let code = generate(&catalog, six, &kata_root().join("target/mistakes"));
-    assert!(code.contains("kind: kata::shared_limiter,"), "{code}");
+    assert!(
+        code.contains("kata::shared_limiter::trials(lesson)"),
+        "{code}"
+    );
     let first = &six.mistakes[0].name;
     assert!(
         code.contains(&format!(
-            "{first}: [\"target/mistakes/lesson_06/{first}.rs\", "
+            "kata::shared_limiter::variant!({first}, \"target/mistakes/lesson_06/{first}.rs\", "
         )),
         "{code}"
     );

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::runner::{self, Entry, State};
 use crate::state;
-use crate::suite::{self, Check, Outcome};
+use crate::suite::{self, Check, Failure, Outcome};
 
 pub const SCHEMA: &str = "ratelimit-kata/report/2";
 
@@ -84,7 +84,7 @@ impl LessonReport {
             // A lesson not started fails by design: nothing to count.
             failed: if started { outcome.failed().count() } else { 0 },
             first_failure: match state {
-                State::Failing | State::TimedOut => one_line_failure(&outcome.output),
+                State::Failing | State::TimedOut => one_line_failure(&outcome.failures),
                 _ => None,
             },
             compiler_error: match state {
@@ -123,8 +123,8 @@ impl LessonReport {
 }
 
 /// The most telling failure as one line: `test name: first line of its message`.
-pub fn one_line_failure(output: &str) -> Option<String> {
-    let text = runner::first_failure(output, 200)?;
+pub fn one_line_failure(failures: &[Failure]) -> Option<String> {
+    let text = runner::first_failure(failures, 200)?;
     let mut lines = text.lines();
     let name = lines
         .next()?
@@ -287,6 +287,7 @@ fn files_under(dir: &Path, files: &mut Vec<PathBuf>) {
 #[derive(Serialize, Deserialize)]
 struct Cached {
     tests: Vec<(String, bool)>,
+    failures: Vec<Failure>,
     ran: bool,
     timed_out: bool,
     output: String,
@@ -348,6 +349,7 @@ pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
     {
         return Outcome {
             tests: cached.tests,
+            failures: cached.failures,
             ran: cached.ran,
             timed_out: cached.timed_out,
             crash: None,
@@ -359,6 +361,7 @@ pub fn outcome(root: &Path, entry: &Entry) -> Outcome {
     if worth_keeping(&outcome) {
         let cached = Cached {
             tests: outcome.tests.clone(),
+            failures: outcome.failures.clone(),
             ran: outcome.ran,
             timed_out: outcome.timed_out,
             output: outcome.output.clone(),
@@ -457,9 +460,12 @@ mod tests {
             first_error(errors).unwrap(),
             "error[E0308]: mismatched types --> lessons/lesson_02.rs:3:5"
         );
-        let output = "running 1 test\n\nfailures:\n\n---- keeps_the_limit stdout ----\n\nthread 'x' panicked at a.rs:1:1:\nlesson 01: too many\nmore\n\n\nfailures:\n    keeps_the_limit\n";
+        let failures = [Failure {
+            name: "keeps_the_limit".into(),
+            output: "\nthread 'x' panicked at a.rs:1:1:\nlesson 01: too many\nmore\n".into(),
+        }];
         assert_eq!(
-            one_line_failure(output).unwrap(),
+            one_line_failure(&failures).unwrap(),
             "keeps_the_limit: lesson 01: too many"
         );
         assert_ne!(fnv1a64(b"a"), fnv1a64(b"b"));

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::suite::{Check, Outcome};
+use crate::suite::{Check, Failure, Outcome};
 
 /// One lesson as the runner shows it.
 #[derive(Clone, Debug)]
@@ -208,19 +208,25 @@ pub fn compiler_errors(output: &str) -> String {
     text
 }
 
-/// The failure messages of the failed tests, as libtest printed them.
-pub fn failure_details(output: &str) -> String {
-    let start = output.find("\nfailures:\n").map(|i| i + 1);
-    let Some(start) = start else {
-        return String::new();
-    };
-    let rest = &output[start + "failures:\n".len()..];
-    let end = rest.find("\nfailures:\n").unwrap_or(rest.len());
-    rest[..end]
+/// The failure messages of the failed tests, as libtest prints them: each
+/// test's output under `---- NAME stdout ----`, in the order they failed.
+pub fn failure_details(failures: &[Failure]) -> String {
+    failures
+        .iter()
+        .map(|f| format!("---- {}", block(f)))
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// One failure as `NAME stdout ----` and its output, without the note on
+/// backtraces.
+fn block(failure: &Failure) -> String {
+    let output: Vec<&str> = failure
+        .output
         .lines()
         .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE=1`"))
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    format!("{} stdout ----\n{}", failure.name, output.join("\n"))
         .trim()
         .to_string()
 }
@@ -228,8 +234,8 @@ pub fn failure_details(output: &str) -> String {
 /// The message of the most telling failed test, at most `lines` lines: a
 /// named example first (its name states the rule that was broken), then a
 /// configuration case, a snapshot, a property, a race, a source check.
-pub fn first_failure(output: &str, lines: usize) -> Option<String> {
-    let failures = ranked_failures(output);
+pub fn first_failure(failures: &[Failure], lines: usize) -> Option<String> {
+    let failures = ranked_failures(failures);
     let first = failures.first()?;
     let mut shown: Vec<&str> = vec![];
     let heading = format!("---- {}", first.lines().next().unwrap_or(""));
@@ -245,8 +251,8 @@ pub fn first_failure(output: &str, lines: usize) -> Option<String> {
 /// The `cargo run -- compare` command of the most telling failed test (the
 /// one [`first_failure`] shows), if its message has one. Another failure's
 /// command is never offered for it: it would replay another check.
-pub fn replay_command(output: &str) -> Option<String> {
-    ranked_failures(output).first().and_then(|b| {
+pub fn replay_command(failures: &[Failure]) -> Option<String> {
+    ranked_failures(failures).first().and_then(|b| {
         b.lines()
             .map(str::trim)
             .find(|l| l.starts_with("cargo run -- compare "))
@@ -256,8 +262,8 @@ pub fn replay_command(output: &str) -> Option<String> {
 
 /// The `cargo run -- compare` command of the most telling failed test that
 /// has one: a timeline some check failed on, whichever.
-pub fn any_replay_command(output: &str) -> Option<String> {
-    ranked_failures(output).iter().find_map(|b| {
+pub fn any_replay_command(failures: &[Failure]) -> Option<String> {
+    ranked_failures(failures).iter().find_map(|b| {
         b.lines()
             .map(str::trim)
             .find(|l| l.starts_with("cargo run -- compare "))
@@ -266,17 +272,20 @@ pub fn any_replay_command(output: &str) -> Option<String> {
 }
 
 /// Each failed test's message (`name stdout ----` and what follows), the most
-/// telling first. A test that did not run because an earlier call hung says
-/// nothing of its own: the one that hung comes before it.
-fn ranked_failures(output: &str) -> Vec<String> {
-    let mut blocks: Vec<String> = failure_details(output)
-        .split("\n---- ")
-        .map(|b| b.trim_start_matches("---- ").trim().to_string())
-        .filter(|b| !b.is_empty())
-        .collect();
-    let name = |block: &str| block.split(' ').next().unwrap_or("").to_string();
-    blocks.sort_by_key(|b| (b.contains(NOT_RUN), rank(Check::of(&name(b)))));
-    blocks
+/// telling first, then by name (the test file's order for examples), so
+/// that the same failures are shown the same whichever ended first. A test
+/// that did not run because an earlier call hung says nothing of its own:
+/// the one that hung comes before it.
+fn ranked_failures(failures: &[Failure]) -> Vec<String> {
+    let mut ranked: Vec<(&Failure, String)> = failures.iter().map(|f| (f, block(f))).collect();
+    ranked.sort_by_key(|(f, b)| {
+        (
+            b.contains(NOT_RUN),
+            rank(Check::of(&f.name)),
+            f.name.clone(),
+        )
+    });
+    ranked.into_iter().map(|(_, b)| b).collect()
 }
 
 /// How the harness says a test was not run after an earlier call hung.

@@ -6,7 +6,6 @@
 //! example in a second instead of after the million-key flood.
 
 use std::path::Path;
-use std::time::Duration;
 
 use crate::runner::Entry;
 use crate::suite::{self, Outcome, Tier, Until};
@@ -55,7 +54,7 @@ impl Staged {
         self.ran
             .iter()
             .filter(|(_, o)| !passed(o))
-            .map(|(_, o)| crate::runner::failure_details(&o.output))
+            .map(|(_, o)| crate::runner::failure_details(&o.failures))
             .filter(|d| !d.is_empty())
             .collect::<Vec<_>>()
             .join("\n\n")
@@ -178,12 +177,9 @@ pub fn pipelined(
                         .unwrap_or("(no message)");
                     let text = format!("the runner failed running this stage: {said}");
                     Outcome {
-                        tests: Vec::new(),
-                        ran: false,
-                        timed_out: false,
                         crash: Some(text.clone()),
                         output: text,
-                        took: Duration::ZERO,
+                        ..Outcome::default()
                     }
                 });
                 let _ = tx.send((i, outcome));
@@ -247,12 +243,10 @@ pub fn run(
         ran: Vec::new(),
         not_run: Vec::new(),
         outcome: Outcome {
-            tests: Vec::new(),
-            ran: false,
             timed_out,
             crash,
             output,
-            took: Duration::ZERO,
+            ..Outcome::default()
         },
     };
     let exe = match suite::build_lesson(root, &entry.name) {
@@ -286,6 +280,7 @@ pub fn run(
     );
     let outcome = Outcome {
         tests: ran.iter().flat_map(|(_, o)| o.tests.clone()).collect(),
+        failures: ran.iter().flat_map(|(_, o)| o.failures.clone()).collect(),
         ran: ran.iter().all(|(_, o)| o.ran),
         timed_out: ran.iter().any(|(_, o)| o.timed_out),
         crash: ran.iter().find_map(|(_, o)| o.crash.clone()),
@@ -306,6 +301,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn entry(milestones: &[(&str, &str)]) -> Entry {
         Entry {
@@ -333,10 +329,7 @@ mod tests {
         Outcome {
             tests: vec![(test.to_string(), ok)],
             ran: true,
-            timed_out: false,
-            crash: None,
-            output: String::new(),
-            took: Duration::ZERO,
+            ..Outcome::default()
         }
     }
 

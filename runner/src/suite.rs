@@ -10,11 +10,14 @@ use std::time::{Duration, Instant};
 pub use kata_catalog::groups::{Check, Tier};
 
 /// The results of one run of a lesson's tests.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// Each test's name and whether it passed; empty if the binary did not run.
     pub tests: Vec<(String, bool)>,
-    /// Whether libtest printed its summary (the binary built and ran).
+    /// Each failed test's output (what it printed, and its panic), in the
+    /// order the tests ended.
+    pub failures: Vec<Failure>,
+    /// Whether the binary ran to its summary (it built and ran).
     pub ran: bool,
     /// Whether the run was stopped after [`run_limit`].
     pub timed_out: bool,
@@ -39,6 +42,66 @@ impl Outcome {
         kinds.sort();
         kinds.dedup();
         kinds
+    }
+}
+
+/// A failed check: its name and what it printed (its panic's message
+/// included), as the lesson's test binary wrote it to `KATA_RESULTS`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    pub name: String,
+    pub output: String,
+}
+
+/// What a lesson's test binary wrote to the file `KATA_RESULTS` names, a
+/// JSON line per event (see `kata::trial`).
+#[derive(Debug, Default)]
+struct Results {
+    tests: Vec<(String, bool)>,
+    failures: Vec<Failure>,
+    /// The checks started and not ended, in the order they started.
+    running: Vec<String>,
+    /// Whether the binary wrote its summary.
+    done: bool,
+}
+
+impl Results {
+    fn read(file: &Path) -> Results {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        Results::parse(&text)
+    }
+
+    fn parse(text: &str) -> Results {
+        let mut results = Results::default();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let name = event["name"].as_str().unwrap_or_default().to_string();
+            match event["event"].as_str() {
+                Some("started") => results.running.push(name),
+                Some(verdict @ ("ok" | "failed")) => {
+                    results.running.retain(|n| *n != name);
+                    if verdict == "failed" {
+                        results.failures.push(Failure {
+                            name: name.clone(),
+                            output: event["output"].as_str().unwrap_or_default().to_string(),
+                        });
+                    }
+                    results.tests.push((name, verdict == "ok"));
+                }
+                Some("done") => results.done = true,
+                _ => {}
+            }
+        }
+        results
+    }
+
+    /// A fresh file for one run's results.
+    fn file() -> PathBuf {
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("kata-results-{}-{n}.jsonl", std::process::id()))
     }
 }
 
@@ -77,6 +140,7 @@ pub fn run_with(
     env: &[(&str, &str)],
 ) -> Outcome {
     let started = Instant::now();
+    let file = Results::file();
     let mut command = Command::new(cargo());
     command
         .current_dir(root)
@@ -84,6 +148,7 @@ pub fn run_with(
             "test", "--quiet", "--test", lesson, "--", "--format", "pretty",
         ])
         .args(test_args)
+        .env("KATA_RESULTS", &file)
         .env("KATA_SUBJECT", subject)
         .env("INSTA_UPDATE", "no")
         .env("RUST_BACKTRACE", "0")
@@ -111,16 +176,30 @@ pub fn run_with(
     } else {
         output
     };
-    let tests = results(&output);
-    let ran = output.lines().any(|l| l.starts_with("test result:"));
+    let results = Results::read(&file);
+    let _ = std::fs::remove_file(&file);
     Outcome {
-        tests,
-        ran,
+        tests: results.tests,
+        failures: tidy(results.failures, root),
+        ran: results.done,
         timed_out,
         crash: None,
         output,
         took,
     }
+}
+
+/// The failures' outputs with the lesson files named as learners see them,
+/// relative to the kata's root.
+fn tidy(failures: Vec<Failure>, root: &Path) -> Vec<Failure> {
+    let prefix = format!("{}/", root.display());
+    failures
+        .into_iter()
+        .map(|f| Failure {
+            output: f.output.replace(&prefix, ""),
+            ..f
+        })
+        .collect()
 }
 
 /// The lessons' test binaries, built once (`cargo test --no-run`), so that
@@ -315,12 +394,13 @@ pub fn run_binary_unless(
     unwanted: &(dyn Fn() -> bool + Sync),
 ) -> Outcome {
     let started = Instant::now();
-    let listed = list(exe).unwrap_or_default();
+    let file = Results::file();
     let threads = threads.max(2);
     let mut command = Command::new(exe);
     command
         .current_dir(root)
         .args(["--format", "pretty", "--test-threads", &threads.to_string()])
+        .env("KATA_RESULTS", &file)
         .env("KATA_SUBJECT", subject)
         .env("INSTA_UPDATE", "no")
         .env("RUST_BACKTRACE", "0")
@@ -344,9 +424,7 @@ pub fn run_binary_unless(
         Ok(child) => kata::watchdog::collect_until(child, run_limit(), |out, err| {
             unwanted()
                 || stop_when_caught
-                    && out
-                        .lines()
-                        .any(|l| l.starts_with("test ") && l.ends_with(" ... FAILED"))
+                    && !Results::read(&file).failures.is_empty()
                     && shows
                         .iter()
                         .all(|want| out.contains(want.as_str()) || err.contains(want.as_str()))
@@ -358,25 +436,16 @@ pub fn run_binary_unless(
     };
     let took = started.elapsed();
     let output = seen.output().replace(&format!("{}/", root.display()), "");
-    let tests = results(&output);
+    let results = Results::read(&file);
+    let _ = std::fs::remove_file(&file);
     let crash = seen.signal.map(|signal| {
-        let selected: Vec<&String> = listed
-            .iter()
-            .filter(|t| only.is_none_or(|names| names.contains(t)))
-            .collect();
-        let running: Vec<&str> = selected
-            .iter()
-            .filter(|t| !tests.iter().any(|(n, _)| n == **t))
-            .take(threads)
-            .map(|t| t.as_str())
-            .collect();
         format!(
             "crashed: the test binary was ended by signal {} while running {}",
             kata::watchdog::signal_name(signal),
-            if running.is_empty() {
+            if results.running.is_empty() {
                 "no test (before the first or after the last)".to_string()
             } else {
-                running.join(", ")
+                results.running.join(", ")
             }
         )
     });
@@ -390,48 +459,16 @@ pub fn run_binary_unless(
     if let Some(crash) = &crash {
         output.push_str(&format!("\n{crash}"));
     }
-    let ran = seen.stopped || output.lines().any(|l| l.starts_with("test result:"));
+    let ran = seen.stopped || results.done;
     Outcome {
-        tests,
+        tests: results.tests,
+        failures: tidy(results.failures, root),
         ran: ran && crash.is_none(),
         timed_out: seen.timed_out,
         crash,
         output,
         took,
     }
-}
-
-/// Each test's name and verdict, from libtest's `test <name> ... ok` lines
-/// and, for a result line that a test's own output split (with
-/// `--nocapture`), from the list of failures libtest prints at the end.
-fn results(output: &str) -> Vec<(String, bool)> {
-    let mut tests: Vec<(String, bool)> = output
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix("test ")?;
-            let (name, verdict) = rest.rsplit_once(" ... ")?;
-            match verdict.trim() {
-                "ok" => Some((name.to_string(), true)),
-                "FAILED" => Some((name.to_string(), false)),
-                _ => None,
-            }
-        })
-        .collect();
-    // The last `failures:` heading is followed by the failed tests' names,
-    // indented, then a blank line.
-    if let Some((_, list)) = output.rsplit_once("\nfailures:\n") {
-        for name in list
-            .lines()
-            .take_while(|l| !l.trim().is_empty())
-            .filter_map(|l| l.strip_prefix("    "))
-        {
-            match tests.iter_mut().find(|(n, _)| n == name) {
-                Some(entry) => entry.1 = false,
-                None => tests.push((name.to_string(), false)),
-            }
-        }
-    }
-    tests
 }
 
 /// An example's name as words: `case_03_a_window_of_u64_max` → `a window
@@ -499,7 +536,8 @@ mod tests {
              *--ignored*) exit 0 ;;\n\
              *--list*) printf 'a: test\\nb: test\\nc: test\\n'; exit 0 ;;\n\
              esac\n\
-             echo 'test a ... ok'\n\
+             r() { echo \"{\\\"event\\\":\\\"$1\\\",\\\"name\\\":\\\"$2\\\"}\" >> \"$KATA_RESULTS\"; }\n\
+             r started a; echo 'test a ... ok'; r ok a; r started b; r started c\n\
              kill -SEGV $$\n",
         )
         .unwrap();
@@ -528,13 +566,21 @@ mod tests {
     }
 
     #[test]
-    fn a_result_line_split_by_a_test_s_output_still_counts() {
-        let output = "test a ... ok\ntest b ... loom explored 3 executions\nFAILED\n\n\
-                      failures:\n\n---- b stdout ----\nboom\n\nfailures:\n    b\n\n\
-                      test result: FAILED. 1 passed; 1 failed";
+    fn results_are_read_from_the_binary_s_json_lines() {
+        let text = "{\"event\":\"started\",\"name\":\"a\"}\n\
+                    {\"event\":\"started\",\"name\":\"b\"}\n\
+                    {\"event\":\"ok\",\"name\":\"a\",\"output\":\"\"}\n\
+                    not a line of ours\n\
+                    {\"event\":\"failed\",\"name\":\"b\",\"output\":\"boom\\n\"}\n\
+                    {\"event\":\"started\",\"name\":\"c\"}\n";
+        let results = Results::parse(text);
         assert_eq!(
-            results(output),
+            results.tests,
             [("a".to_string(), true), ("b".to_string(), false)]
         );
+        assert_eq!(results.failures[0].output, "boom\n");
+        assert_eq!(results.running, ["c"]);
+        assert!(!results.done);
+        assert!(Results::parse(&format!("{text}{{\"event\":\"done\"}}")).done);
     }
 }

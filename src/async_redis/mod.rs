@@ -21,7 +21,7 @@ mod variant;
 
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__async_redis_variant as variant;
-pub use crate::async_redis_tests as suite;
+pub use suite::trials;
 // What `cargo run -- compare` draws: the timelines every limiter shares.
 pub use crate::checks::comparison;
 /// A lesson of this kind.

@@ -15,6 +15,7 @@ mod loom;
 mod properties;
 mod runs;
 mod snapshots;
+pub mod trials;
 
 use crate::drive::{Pace, Variant};
 use crate::kind::{Facts, Kind, Subjects};

@@ -127,9 +127,9 @@ impl Lesson {
     /// time is right, and would take hours. The calls run in a child process
     /// (this test binary again), which is stopped after a few seconds: a loop
     /// with no lock or atomic in it cannot be stopped any other way.
-    /// `test` is the test's path (`module_path!()` and its name), by which
-    /// the child runs it alone.
-    pub fn stays_quick_after_idle_gaps(&self, test: &str) {
+    /// The child runs this trial alone, by its name.
+    pub fn stays_quick_after_idle_gaps(&self) {
+        let test = &crate::trial::name().expect("a check runs as a trial");
         const EXPONENTS: [u32; 3] = [20, 40, 62];
         if std::env::var_os(IDLE_PROBE).is_some() {
             // The child: the calls themselves, one line per gap done.

@@ -33,11 +33,11 @@ impl Lesson {
         };
         let timeline = crate::timeline::Standard::resolve(which).unwrap_or_else(|e| panic!("{e}"));
         match crate::timeline::Standard::named(which) {
-            Some(s) => println!("{}: {}\n", s.name, s.about),
-            None if !which.trim().starts_with("L=") => println!(
+            Some(s) => crate::trial::println(format_args!("{}: {}\n", s.name, s.about)),
+            None if !which.trim().starts_with("L=") => crate::trial::println(format_args!(
                 "(requests alone run with {:?}; write `L=2 W=10ns: a@0 …` to choose)\n",
                 timeline.config
-            ),
+            )),
             None => {}
         }
         let reference = self.unwrap(&timeline, run_watched(self.subjects.reference(), &timeline));
@@ -54,7 +54,7 @@ impl Lesson {
                     && yours.get(i) != reference.get(i)
             }),
         };
-        println!(
+        crate::trial::println(format_args!(
             "{}",
             render_compare(
                 self.facts.algorithm,
@@ -64,7 +64,7 @@ impl Lesson {
                 &reference,
                 at
             )
-        );
+        ));
         if let Some(stop) = stop {
             let r = &timeline.requests[yours.len()];
             panic!(
@@ -76,7 +76,7 @@ impl Lesson {
             );
         }
         match at {
-            Some(i) => println!(
+            Some(i) => crate::trial::println(format_args!(
                 "first difference: {}",
                 divergence(
                     &timeline,
@@ -86,8 +86,11 @@ impl Lesson {
                     "the reference",
                     &reference
                 )
-            ),
-            None => println!("{}", self.judged_apart(&timeline, &yours, &reference)),
+            )),
+            None => crate::trial::println(format_args!(
+                "{}",
+                self.judged_apart(&timeline, &yours, &reference)
+            )),
         }
     }
 

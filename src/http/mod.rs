@@ -36,12 +36,12 @@ pub mod exchange;
 pub mod gen;
 pub mod model;
 pub mod serve;
-mod suite;
+pub mod suite;
 mod variant;
 
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__http_variant as variant;
-pub use crate::http_tests as suite;
+pub use suite::trials;
 
 /// What `cargo run -- compare 7 [TIMELINE]` draws: one of the layer's
 /// drawings ([`checks::SNAPSHOTS`], the first by default) or an HTTP
@@ -388,7 +388,7 @@ impl Report {
     /// One line on stderr.
     pub fn stderr() -> Self {
         Report {
-            sink: Arc::new(|e| eprintln!("error: {e}")),
+            sink: Arc::new(|e| crate::trial::eprint(format_args!("error: {e}\n"))),
         }
     }
 

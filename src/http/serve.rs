@@ -26,6 +26,7 @@ const QUOTA: u64 = 5;
 /// still limits, never answering 500.
 pub fn concurrent_burst(variant: HttpVariant, algorithm: Algorithm) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .on_thread_start(crate::trial::Output::inherited())
         .worker_threads(2)
         .enable_all()
         .build()

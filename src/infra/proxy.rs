@@ -424,7 +424,7 @@ fn accept(listener: TcpListener, client: usize, shared: Arc<Shared>) {
         });
         shared.lock().conns.push(conn.clone());
         let shared = shared.clone();
-        std::thread::spawn(move || serve(BufReader::new(stream), conn, shared));
+        crate::trial::spawn(move || serve(BufReader::new(stream), conn, shared));
     }
 }
 

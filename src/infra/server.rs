@@ -142,7 +142,7 @@ impl RedisServer {
         let stdout = child.stdout.take().expect("stdout is piped");
         let stderr = child.stderr.take().expect("stderr is piped");
         let (tx, rx) = mpsc::channel();
-        let said = std::thread::spawn(move || {
+        let said = crate::trial::spawn(move || {
             BufReader::new(stderr)
                 .lines()
                 .map_while(Result::ok)
@@ -151,7 +151,7 @@ impl RedisServer {
                 .collect::<Vec<_>>()
                 .join("\n")
         });
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             let mut log = Vec::new();
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if line.contains("Ready to accept connections") {

@@ -1,12 +1,13 @@
 //! The `limiter` kind (lesson 01): `new(limit, period)` and
 //! `check(&mut self, key, now)`, on one thread. Its lesson is the generic
 //! [`Lesson`](crate::checks::Lesson), its subjects [`Variant`](crate::Variant)s
-//! over std, its suite the checks every limiter passes.
+//! over std, its trials the checks every limiter passes.
 
 // What `cargo run -- compare` draws: the timelines every limiter shares.
-pub use crate::__limiter_suite as suite;
 pub use crate::__limiter_variant as variant;
 pub use crate::checks::comparison;
+
+use crate::trial::{group, Get, Trials};
 
 /// A lesson of this kind.
 pub type Lesson = crate::checks::Lesson;
@@ -20,20 +21,16 @@ macro_rules! __limiter_variant {
     };
 }
 
-/// The kind's checks (`lesson()` must be in scope), by group.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __limiter_suite {
-    () => {
-        $crate::__group!(source { $crate::__source_tests!(inputs); });
-        $crate::__limiter_suite!(behaviour);
-    };
-    // What the shared limiters check too.
-    (behaviour) => {
-        $crate::__group!(config { $crate::config_tests!(); });
-        $crate::__group!(property { $crate::property_tests!(); });
-        $crate::__group!(slow { $crate::slow_tests!(); });
-        $crate::__group!(snapshot { $crate::snapshot_tests!(); });
-        $crate::snapshot_tests!(compare);
-    };
+/// The kind's checks: time only from the call, and the checks every
+/// limiter passes.
+pub fn trials(lesson: impl Get<Lesson>) -> Trials {
+    let mut t = Trials::new();
+    t.group(group::SOURCE, |t| {
+        // Time only from the call; no sleeps, threads or randomness.
+        t.test("uses_only_its_inputs", move || {
+            lesson().uses_only_its_inputs()
+        });
+    });
+    crate::checks::trials::behaviour(&mut t, lesson);
+    t
 }

@@ -8,5 +8,4 @@
 //! `$crate::` paths, so the file it is written in is no part of its name.
 
 mod lesson;
-mod suites;
 mod variant;

@@ -20,7 +20,7 @@ mod variant;
 
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__bounded_variant as variant;
-pub use crate::bounded_tests as suite;
+pub use suite::trials;
 /// A lesson of this kind.
 pub type Lesson = checks::BoundedLesson;
 

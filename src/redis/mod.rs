@@ -16,12 +16,12 @@
 pub mod checks;
 pub mod drive;
 pub mod processes;
-mod suite;
+pub mod suite;
 mod variant;
 
 // The kind, as the code the build script writes uses it (see `crate::kind`).
 pub use crate::__redis_variant as variant;
-pub use crate::redis_tests as suite;
+pub use suite::trials;
 // What `cargo run -- compare` draws: the timelines every limiter shares.
 pub use crate::checks::comparison;
 /// A lesson of this kind.

@@ -62,7 +62,7 @@ impl Process {
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         let (tx, lines) = channel();
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 // libtest's "test app_server ... " may start the first line.
                 if let Some(at) = line.find(ANSWER) {

@@ -226,11 +226,11 @@ fn search(
     }));
     let n = executions.load(Ordering::Relaxed);
     // Shown with `--nocapture`: how much loom explored.
-    println!(
+    crate::trial::println(format_args!(
         "loom explored {} of {name} (preemption bound {bound}) in {:.2}s",
         count(n, "execution"),
         started.elapsed().as_secs_f64()
-    );
+    ));
     match result {
         Ok(()) if n >= cap => Search::Outgrown(n),
         Ok(()) => Search::Done,

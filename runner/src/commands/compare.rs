@@ -60,7 +60,7 @@ pub fn compare(root: &Path, entry: &Entry, timeline: Option<String>) -> Done {
                 all.tests.len(),
                 entry.number
             );
-            if let Some(command) = runner::any_replay_command(&all.output) {
+            if let Some(command) = runner::any_replay_command(&all.failures) {
                 println!(
                     "The first failing timeline, beside the reference's answers:\n  {command}"
                 );

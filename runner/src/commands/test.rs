@@ -98,10 +98,12 @@ pub fn summarize(root: &Path, entry: &Entry, details: bool, reach: Reach) -> Exi
         return ExitCode::FAILURE;
     };
     // The named examples that fail: each name states a rule.
-    let examples: Vec<&str> = outcome
+    let mut examples: Vec<&str> = outcome
         .failed()
         .filter_map(|name| name.strip_prefix("examples::"))
         .collect();
+    // In the test file's order, whichever ended first.
+    examples.sort();
     if !examples.is_empty() {
         println!("\nfailing examples:");
         for name in examples {
@@ -110,10 +112,10 @@ pub fn summarize(root: &Path, entry: &Entry, details: bool, reach: Reach) -> Exi
     }
     if details {
         println!("\n{}", staged.details());
-    } else if let Some(first) = runner::first_failure(&failing.output, 30) {
+    } else if let Some(first) = runner::first_failure(&failing.failures, 30) {
         println!("\nfirst failure:\n{first}");
         // A long failure is cut; its replay command, at its end, is not.
-        if let Some(command) = runner::replay_command(&failing.output) {
+        if let Some(command) = runner::replay_command(&failing.failures) {
             if !first.contains(&command) {
                 println!("\nreplay it beside the reference's answers:\n  {command}");
             }

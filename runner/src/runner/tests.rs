@@ -4,6 +4,7 @@ use std::time::Duration;
 fn outcome(tests: &[(&str, bool)], ran: bool, output: &str) -> Outcome {
     Outcome {
         tests: tests.iter().map(|(n, ok)| (n.to_string(), *ok)).collect(),
+        failures: vec![],
         ran,
         timed_out: false,
         crash: None,
@@ -168,35 +169,54 @@ fn hints_come_from_details_blocks() {
     assert_eq!(found[1].text, "second");
 }
 
+fn failure(name: &str, output: &str) -> Failure {
+    Failure {
+        name: name.into(),
+        output: output.into(),
+    }
+}
+
 #[test]
-fn failure_details_are_cut_from_libtest_output() {
-    let output = "running 2 tests\ntest a ... FAILED\n\nfailures:\n\n---- a stdout ----\nboom at x.rs:3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\nfailures:\n    a\n\ntest result: FAILED.";
-    let details = failure_details(output);
+fn failure_details_are_each_failure_s_output_under_its_name() {
+    let failures = [failure(
+        "a",
+        "boom at x.rs:3\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+    )];
+    let details = failure_details(&failures);
     assert!(details.starts_with("---- a stdout ----"), "{details}");
     assert!(details.contains("boom at x.rs:3"));
     assert!(!details.contains("RUST_BACKTRACE"));
-    assert!(first_failure(output, 5).unwrap().contains("boom"));
+    assert!(first_failure(&failures, 5).unwrap().contains("boom"));
+    assert_eq!(failure_details(&[]), "");
 }
 
 /// The replay command shown under the first failure is that failure's
 /// own: a property's command is never offered for a failing example.
 #[test]
 fn the_replay_command_belongs_to_the_first_failure() {
-    let output = "running 2 tests\n\nfailures:\n\n---- property::keeps_the_limit stdout ----\nrequest #2 wrong\n\
-                  replay it beside the reference's answers:\n  cargo run -- compare 2 'L=1 W=2ns: a@3 a@3'\n\n\
-                  ---- examples::case_1_x stdout ----\nthe example fails\n\n\
-                  failures:\n    property::keeps_the_limit\n    examples::case_1_x\n";
-    let first = first_failure(output, 30).unwrap();
+    let property = failure(
+        "property::keeps_the_limit",
+        "request #2 wrong\nreplay it beside the reference's answers:\n  \
+         cargo run -- compare 2 'L=1 W=2ns: a@3 a@3'\n",
+    );
+    let failures = [
+        property.clone(),
+        failure("examples::case_1_x", "the example fails\n"),
+    ];
+    let first = first_failure(&failures, 30).unwrap();
     assert!(first.starts_with("---- examples::case_1_x"), "{first}");
-    assert_eq!(replay_command(output), None);
+    assert_eq!(replay_command(&failures), None);
     assert_eq!(
-        any_replay_command(output).as_deref(),
+        any_replay_command(&failures).as_deref(),
         Some("cargo run -- compare 2 'L=1 W=2ns: a@3 a@3'")
     );
-    let own = output.replace(
-        "the example fails",
-        "the example fails\n  cargo run -- compare 2 first_look",
-    );
+    let own = [
+        property,
+        failure(
+            "examples::case_1_x",
+            "the example fails\n  cargo run -- compare 2 first_look\n",
+        ),
+    ];
     assert_eq!(
         replay_command(&own).as_deref(),
         Some("cargo run -- compare 2 first_look")

@@ -383,12 +383,12 @@ impl AsyncLesson {
         if let Some(kept) = kept {
             // What the failover cost, for `--nocapture`: requests the
             // replica forgot, each one more admission than the policy's.
-            println!(
+            crate::trial::println(format_args!(
                 "failover: the replica had {kept} of the {} writes before the kill; {} \
                  admitted beyond the limit after it",
                 before.len(),
                 before.len() - kept
-            );
+            ));
         }
         if back && kept.is_none() {
             run.problems.push(format!(

@@ -53,7 +53,7 @@ impl Relay {
             changed: Condvar::new(),
         });
         let accepting = shared.clone();
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             // Bounded by the relay's life: `Drop` stops it.
             while !accepting.lock().stopped {
                 match listener.accept() {
@@ -129,7 +129,7 @@ fn relay(client: TcpStream, upstream: SocketAddr, shared: &Arc<Shared>) {
         );
     }
     let up = shared.clone();
-    std::thread::spawn(move || {
+    crate::trial::spawn(move || {
         let mut from_client = BufReader::new(client);
         while let Ok(command) = read_command(&mut from_client) {
             if !command.free() {
@@ -143,7 +143,7 @@ fn relay(client: TcpStream, upstream: SocketAddr, shared: &Arc<Shared>) {
         let _ = to_server.shutdown(Shutdown::Both);
     });
     let down = shared.clone();
-    std::thread::spawn(move || {
+    crate::trial::spawn(move || {
         let mut from_server = from_server;
         let mut buf = [0u8; 16 * 1024];
         while let Ok(n @ 1..) = from_server.read(&mut buf) {

@@ -59,7 +59,7 @@ impl AsyncLesson {
         let at = Timestamp::from_secs(10);
         let (tx, rx) = std::sync::mpsc::channel();
         let paused = server.clone();
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 beside_heartbeat(async move {
                     let limiter = build(rule, settings)
@@ -202,7 +202,7 @@ impl AsyncLesson {
         let relay = Arc::new(relay);
         let watched = relay.clone();
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
+        crate::trial::spawn(move || {
             let relay = watched;
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 runtime().block_on(async {

@@ -87,7 +87,7 @@ fn start(
     policy: Policy,
 ) -> Result<String, String> {
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    crate::trial::spawn(move || {
         let runtime = runtime();
         let recorder = Arc::new(Recorded::default());
         let shown = recorder.clone();
@@ -367,6 +367,7 @@ impl AsyncLesson {
             })
             .collect();
         let runtime = tokio::runtime::Builder::new_multi_thread()
+            .on_thread_start(crate::trial::Output::inherited())
             .worker_threads(2)
             .enable_all()
             .build()

@@ -86,11 +86,15 @@ impl HttpLesson {
             (Some(y), Some(r)) => seen(y) != seen(r),
             _ => true,
         });
-        println!("{:?}    (yours: {})", timeline.setup, self.whose());
+        crate::trial::println(format_args!(
+            "{:?}    (yours: {})",
+            timeline.setup,
+            self.whose()
+        ));
         for (i, call) in timeline.calls.iter().enumerate() {
             let mut request = format!("{call:?}");
             request.remove(0);
-            println!("#{:<2} {request}", i + 1);
+            crate::trial::println(format_args!("#{:<2} {request}", i + 1));
             let line = |o: Option<&Observed>| match o {
                 Some(o) => seen(o),
                 None => "(no answer)".to_string(),
@@ -102,9 +106,9 @@ impl HttpLesson {
                 ""
             };
             if y == r {
-                println!("    both:      {y}");
+                crate::trial::println(format_args!("    both:      {y}"));
             } else {
-                println!("    yours:     {y}{mark}\n    reference: {r}");
+                crate::trial::println(format_args!("    yours:     {y}{mark}\n    reference: {r}"));
             }
             if i >= yours.len() && stop.is_some() {
                 break;
@@ -119,16 +123,16 @@ impl HttpLesson {
             );
         }
         match first {
-            Some(i) => println!(
+            Some(i) => crate::trial::println(format_args!(
                 "\nfirst difference: request #{} ({:?})",
                 i + 1,
                 timeline.calls[i]
-            ),
-            None => println!(
+            )),
+            None => crate::trial::println(format_args!(
                 "\nno difference on this timeline: your answers are the reference's here. (Other \
                  timelines may still tell them apart: `cargo run -- test {}` runs every check.)",
                 self.facts.number
-            ),
+            )),
         }
     }
 }

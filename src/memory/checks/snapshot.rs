@@ -56,7 +56,10 @@ impl BoundedLesson {
             // A timeline as the checks every lesson shares print it: each
             // rule's answers on a limiter swept as those checks sweep it.
             for kind in RULES {
-                println!("== {}, swept whenever the clock moves on", kind.name());
+                crate::trial::println(format_args!(
+                    "== {}, swept whenever the clock moves on",
+                    kind.name()
+                ));
                 self.rule(kind).print_comparison(which);
             }
             return;
@@ -80,13 +83,15 @@ impl BoundedLesson {
             }
         };
         let (yours, theirs) = (run(self.tested()), run(self.subjects.reference()));
-        println!(
+        crate::trial::println(format_args!(
             "yours ({}):\n{yours}\nthe reference's:\n{theirs}",
             self.tested().file
-        );
+        ));
         let first = yours.lines().zip(theirs.lines()).position(|(a, b)| a != b);
         match first {
-            None if yours == theirs => println!("no difference on these steps."),
+            None if yours == theirs => {
+                crate::trial::println(format_args!("no difference on these steps."))
+            }
             _ => {
                 let line = first.unwrap_or(yours.lines().count().min(theirs.lines().count()));
                 panic!(

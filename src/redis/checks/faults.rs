@@ -177,7 +177,7 @@ impl RedisLesson {
                     let (tx, rx) = std::sync::mpsc::channel();
                     for (i, key) in keys.iter().enumerate() {
                         let (l, k, tx) = (limiter.clone(), key.to_string(), tx.clone());
-                        std::thread::spawn(move || {
+                        crate::trial::spawn(move || {
                             let answer =
                                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                                     l.check(&k, at)
@@ -337,7 +337,7 @@ impl RedisLesson {
             let (tx, rx) = std::sync::mpsc::channel();
             for _ in 0..6 {
                 let (limiter, tx) = (limiter.clone(), tx.clone());
-                std::thread::spawn(move || {
+                crate::trial::spawn(move || {
                     let _ = tx.send(limiter.check("k", at));
                 });
             }

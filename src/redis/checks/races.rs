@@ -198,11 +198,11 @@ impl RedisLesson {
             }
         }
         // Shown with `--nocapture`: the bound was reached before every order.
-        println!(
+        crate::trial::println(format_args!(
             "race scenario \"{}\" ({}): stopped after {MOST_SCHEDULES} orders",
             s.name,
             kind.name()
-        );
+        ));
         Ok(())
     }
 }

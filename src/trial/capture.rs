@@ -1,0 +1,175 @@
+//! What a check prints, kept with its trial as libtest keeps it: each
+//! trial's thread holds its [`Output`], which [`print`], [`eprint`] and the
+//! panic hook write to; with `--nocapture` there is none and they write
+//! straight to the process's own output.
+//!
+//! The harness prints through [`print`] and [`eprint`]; a learner's file
+//! is compiled with `print!`, `println!`, `eprint!`, `eprintln!` and `dbg!`
+//! that do the same (see `__on_std!`), so that a learner's debugging
+//! output shows under the check that printed it, as `cargo test` shows it.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io::Write;
+use std::panic::PanicHookInfo;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Once};
+
+thread_local! {
+    static CURRENT: RefCell<Option<Output>> = const { RefCell::new(None) };
+}
+
+/// Where one trial's output goes: a buffer shared by the threads it
+/// starts and adopts, and the trial's name.
+#[derive(Clone, Debug)]
+pub struct Output {
+    name: Arc<str>,
+    kept: Option<Arc<Mutex<Vec<u8>>>>,
+}
+
+impl Output {
+    /// A trial's output: kept, or printed as it comes (`--nocapture`).
+    pub(super) fn new(name: &str, keep: bool) -> Output {
+        Output {
+            name: name.into(),
+            kept: keep.then(Arc::default),
+        }
+    }
+
+    /// The output of the trial this thread runs for, to hand to a thread it
+    /// starts ([`Output::adopt`]).
+    pub fn current() -> Option<Output> {
+        CURRENT.with(|c| c.borrow().clone())
+    }
+
+    /// Makes this thread write where `output` does (a thread a check
+    /// starts, so that its panic shows under the check).
+    pub fn adopt(output: Option<Output>) {
+        CURRENT.with(|c| *c.borrow_mut() = output);
+    }
+
+    /// A thread pool's start hook (tokio's `on_thread_start`): its threads
+    /// write where this thread does, as threads a libtest test starts do.
+    pub fn inherited() -> impl Fn() + Send + Sync + 'static {
+        let output = Output::current();
+        move || Output::adopt(output.clone())
+    }
+
+    /// What was kept so far.
+    pub(super) fn text(&self) -> String {
+        self.kept.as_ref().map_or_else(String::new, |k| {
+            String::from_utf8_lossy(&k.lock().unwrap_or_else(|e| e.into_inner())).into_owned()
+        })
+    }
+
+    fn write(&self, bytes: &[u8], to_stderr: bool) {
+        match &self.kept {
+            Some(kept) => kept
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend_from_slice(bytes),
+            None => write_out(bytes, to_stderr),
+        }
+    }
+}
+
+fn write_out(bytes: &[u8], to_stderr: bool) {
+    // A closed pipe is not the check's failure.
+    let _ = if to_stderr {
+        std::io::stderr().lock().write_all(bytes)
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes).and_then(|()| out.flush())
+    };
+}
+
+fn write(args: fmt::Arguments, to_stderr: bool) {
+    let text = fmt::format(args);
+    match Output::current() {
+        Some(output) => output.write(text.as_bytes(), to_stderr),
+        None => write_out(text.as_bytes(), to_stderr),
+    }
+}
+
+/// `print!` for a check: kept with the trial's output.
+pub fn print(args: fmt::Arguments) {
+    write(args, false);
+}
+
+/// `eprint!` for a check: kept with the trial's output.
+pub fn eprint(args: fmt::Arguments) {
+    write(args, true);
+}
+
+/// The name of the trial this thread runs for (`property::keeps_the_limit`),
+/// if it runs for one.
+pub fn name() -> Option<String> {
+    CURRENT.with(|c| c.borrow().as_ref().map(|o| o.name.to_string()))
+}
+
+/// Installs, once, the panic hook that writes what Rust's own writes
+/// (`thread 'NAME' (TID) panicked at FILE:LINE:COL:`, the message, the
+/// backtrace or the note on how to see one) to the trial's output.
+pub(super) fn install_hook() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| std::panic::set_hook(Box::new(hook)));
+}
+
+fn hook(info: &PanicHookInfo) {
+    static NOTED: AtomicBool = AtomicBool::new(false);
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("<unnamed>");
+    let at = info
+        .location()
+        .map(|l| format!("{}:{}:{}", l.file(), l.line(), l.column()))
+        .unwrap_or_default();
+    let message = info
+        .payload()
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "Box<dyn Any>".into());
+    let mut text = format!(
+        "\nthread '{name}' ({}) panicked at {at}:\n{message}\n",
+        tid()
+    );
+    let backtrace = std::env::var("RUST_BACKTRACE").is_ok_and(|v| v != "0");
+    if backtrace {
+        let trace = std::backtrace::Backtrace::force_capture();
+        text.push_str(&format!("stack backtrace:\n{trace}"));
+    } else if !NOTED.swap(true, Ordering::Relaxed) {
+        text.push_str(
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+        );
+    }
+    match Output::current() {
+        Some(output) => output.write(text.as_bytes(), true),
+        None => write_out(text.as_bytes(), true),
+    }
+}
+
+/// The thread's id as the system knows it, as Rust's own hook shows it.
+fn tid() -> u64 {
+    #[cfg(target_os = "linux")]
+    // SAFETY: gettid has no preconditions.
+    return unsafe { libc::gettid() } as u64;
+    #[cfg(not(target_os = "linux"))]
+    return std::process::id().into();
+}
+
+/// `println!` for a check: kept with the trial's output.
+pub fn println(args: fmt::Arguments) {
+    write(format_args!("{args}\n"), false);
+}
+
+/// `std::thread::spawn` for a check: the thread writes to the trial's
+/// output, as a thread a libtest test starts does.
+pub fn spawn<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let output = Output::current();
+    std::thread::spawn(move || {
+        Output::adopt(output);
+        work()
+    })
+}
