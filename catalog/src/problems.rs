@@ -48,6 +48,13 @@ pub fn problems(catalog: &Catalog) -> Vec<String> {
             )),
             Some(_) => {}
         }
+        if !runs_its_own_main(read("Cargo.toml").as_deref().unwrap_or(""), &lesson.name()) {
+            found.push(format!(
+                "Cargo.toml: the test target {name} needs `[[test]]` with `name = \"{name}\"` and \
+                 `harness = false`: its checks are trials its own `main` runs (kata::trial)",
+                name = lesson.name()
+            ));
+        }
         let Some(text) = read(&lesson.text()) else {
             found.push(format!(
                 "{} is missing: {FILE} describes lesson {}",
@@ -256,6 +263,22 @@ pub const MILESTONE_PAGES: [&str; 4] = [
 /// two-digit numbers of a sentence saying "cut into milestones") or whose
 /// points for the whole kata (one per milestone, one per lesson without)
 /// are not the catalog's.
+/// Whether the manifest declares the test target `name` with `harness =
+/// false` (a `[[test]]` table naming it, and saying so before the next
+/// table).
+fn runs_its_own_main(manifest: &str, name: &str) -> bool {
+    manifest.split("[[test]]").skip(1).any(|table| {
+        let table = table.split("\n[").next().unwrap_or(table);
+        let said = |key: &str, value: &str| {
+            table.lines().any(|l| {
+                l.split_once('=')
+                    .is_some_and(|(k, v)| k.trim() == key && v.trim() == value)
+            })
+        };
+        said("name", &format!("{name:?}")) && said("harness", "false")
+    })
+}
+
 fn stale_milestone_counts(catalog: &Catalog) -> Vec<String> {
     let cut: Vec<String> = catalog
         .lessons

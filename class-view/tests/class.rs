@@ -75,13 +75,48 @@ fn report(who: &str, when: &str, reached: [bool; 3]) -> String {
     .to_string()
 }
 
-/// A kata of three lessons, each a function `answer()` and one test that
+/// A tiny lesson's test binary: one check, `answers`, that wants 42,
+/// reported as the kata's trial runner (`kata::trial`) reports its checks,
+/// a JSON line per event to the file `KATA_RESULTS` names, with no
+/// dependency.
+const TINY_TEST: &str = r##"#[path = "../lessons/NAME.rs"]
+mod learner;
+
+fn main() -> std::process::ExitCode {
+    use std::io::Write;
+    let results = std::env::var_os("KATA_RESULTS");
+    let say = |line: String| {
+        if let Some(path) = &results {
+            let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+            writeln!(file, "{line}").unwrap();
+        }
+    };
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let kept = said.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        *kept.lock().unwrap() = format!("\nthread 'answers' panicked:\n{}\n", info.payload_as_str().unwrap_or(""));
+    }));
+    say(r#"{"event":"started","name":"answers"}"#.to_string());
+    let ok = std::panic::catch_unwind(|| assert_eq!(learner::answer(), 42, "no")).is_ok();
+    let output = said.lock().unwrap().clone();
+    let event = if ok { "ok" } else { "failed" };
+    let line = format!("{{\"event\":\"{event}\",\"name\":\"answers\",\"output\":{output:?}}}");
+    say(line);
+    say(r#"{"event":"done"}"#.to_string());
+    println!("\nrunning 1 test\ntest answers ... {}\n", if ok { "ok" } else { "FAILED" });
+    std::process::ExitCode::from(if ok { 0 } else { 101 })
+}
+"##;
+
+/// A kata of three lessons, each a function `answer()` and one check that
 /// wants 42, with no dependency: the sandbox's runs take seconds.
 fn tiny_kata() -> PathBuf {
     let dir = Path::new(ROOT).join("target/class-fixture/tiny");
     put(
         &dir.join("Cargo.toml"),
-        "[package]\nname = \"tiny-kata\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n[workspace]\n",
+        "[package]\nname = \"tiny-kata\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [[test]]\nname = \"lesson_01\"\nharness = false\n\n[[test]]\nname = \"lesson_02\"\nharness = false\n\n\
+         [[test]]\nname = \"lesson_03\"\nharness = false\n\n[workspace]\n",
     );
     put(
         &dir.join("Cargo.lock"),
@@ -103,9 +138,7 @@ fn tiny_kata() -> PathBuf {
         put(&dir.join(format!("lessons/{name}.rs")), stub);
         put(
             &dir.join(format!("tests/{name}.rs")),
-            &format!(
-                "#[path = \"../lessons/{name}.rs\"]\nmod learner;\n\n#[test]\nfn answers() {{\n    assert_eq!(learner::answer(), 42);\n}}\n"
-            ),
+            &TINY_TEST.replace("NAME", &name),
         );
     }
     put(&dir.join("lessons/lessons.toml"), &catalog);

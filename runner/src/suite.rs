@@ -317,8 +317,8 @@ pub fn build_tests(
     Ok(by_target)
 }
 
-/// The tests of a test binary that run by default (not `#[ignore]`d), in
-/// the order libtest starts them.
+/// The tests of a test binary that run by default (not ignored), in the
+/// order it starts them (by name).
 pub fn list(exe: &Path) -> Result<Vec<String>, String> {
     let names = |ignored: bool| -> Result<Vec<String>, String> {
         let out = Command::new(exe)
@@ -358,9 +358,9 @@ pub enum Until<'a> {
     Caught(&'a [String]),
 }
 
-/// The test threads of a run: at least two, so that libtest writes each
-/// result when the test ends, as one line (unless another test prints in
-/// between: [`results`] reads the failures' list at the end too).
+/// The test threads of a run: at least two, so that the binary writes each
+/// result when the test ends, as one line, as libtest does (the results
+/// themselves are read from `KATA_RESULTS`).
 pub fn test_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }

@@ -133,10 +133,20 @@ fn hook(info: &PanicHookInfo) {
         "\nthread '{name}' ({}) panicked at {at}:\n{message}\n",
         tid()
     );
-    let backtrace = std::env::var("RUST_BACKTRACE").is_ok_and(|v| v != "0");
-    if backtrace {
-        let trace = std::backtrace::Backtrace::force_capture();
-        text.push_str(&format!("stack backtrace:\n{trace}"));
+    let backtrace = std::env::var("RUST_BACKTRACE").ok().filter(|v| v != "0");
+    if let Some(how) = backtrace {
+        let trace = std::backtrace::Backtrace::force_capture().to_string();
+        text.push_str("stack backtrace:\n");
+        match how.as_str() {
+            "full" => text.push_str(&trace),
+            _ => {
+                text.push_str(&short(&trace));
+                text.push_str(
+                    "note: Some details are omitted, run with `RUST_BACKTRACE=full` for a \
+                     verbose backtrace.\n",
+                );
+            }
+        }
     } else if !NOTED.swap(true, Ordering::Relaxed) {
         text.push_str(
             "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
@@ -146,6 +156,45 @@ fn hook(info: &PanicHookInfo) {
         Some(output) => output.write(text.as_bytes(), true),
         None => write_out(text.as_bytes(), true),
     }
+}
+
+/// A backtrace as Rust's own hook shortens it: the frames between the
+/// panic's machinery and the thread's start, numbered from 0.
+pub(super) fn short(trace: &str) -> String {
+    let mut frames: Vec<Vec<&str>> = vec![];
+    for line in trace.lines() {
+        let starts_frame = line
+            .trim_start()
+            .split_once(": ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        match frames.last_mut() {
+            Some(frame) if !starts_frame => frame.push(line),
+            _ => frames.push(vec![line]),
+        }
+    }
+    let named = |frame: &Vec<&str>, marker: &str| frame[0].contains(marker);
+    let from = frames
+        .iter()
+        .position(|f| named(f, "__rust_end_short_backtrace"))
+        .map_or(0, |i| i + 1);
+    let to = frames
+        .iter()
+        .position(|f| named(f, "__rust_begin_short_backtrace"))
+        .unwrap_or(frames.len())
+        .max(from);
+    let mut text = String::new();
+    for (n, frame) in frames[from..to].iter().enumerate() {
+        let symbol = frame[0]
+            .trim_start()
+            .split_once(": ")
+            .map_or("", |(_, s)| s);
+        text.push_str(&format!("{n:>4}: {symbol}\n"));
+        for line in &frame[1..] {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// The thread's id as the system knows it, as Rust's own hook shows it.

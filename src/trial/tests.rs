@@ -103,3 +103,15 @@ fn a_wrong_argument_is_a_sentence_and_exit_code_101() {
     assert!(refused("--skip").0.contains("--skip needs a value"));
     assert_eq!(refused("--help").1, 0);
 }
+
+#[test]
+fn a_backtrace_is_shortened_as_rust_shortens_it() {
+    let trace = "   0: hook\n             at capture.rs:1:1\n   1: std::sys::backtrace::__rust_end_short_backtrace\n\
+                 \x20  2: kata::checks::Lesson::unwrap\n             at ./src/checks/mod.rs:86:11\n\
+                 \x20  3: lesson_03::examples\n   4: std::sys::backtrace::__rust_begin_short_backtrace\n\
+                 \x20  5: start_thread\n";
+    assert_eq!(
+        super::capture::short(trace),
+        "   0: kata::checks::Lesson::unwrap\n             at ./src/checks/mod.rs:86:11\n   1: lesson_03::examples\n"
+    );
+}

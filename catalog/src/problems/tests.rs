@@ -109,3 +109,12 @@ fn finds_link_targets_outside_code() {
     let text = "see [a](CONTRACT.md) and [b](../y.rs#L3)\n```\n[c](nope)\n```\n`[d](z)`";
     assert_eq!(link_targets(text), vec!["CONTRACT.md", "../y.rs#L3", "z"]);
 }
+
+#[test]
+fn a_lesson_s_test_target_runs_its_own_main() {
+    let manifest = "[package]\nname = \"k\"\n\n[[test]]\nname = \"lesson_01\"\nharness = false\n\n\
+                    [[test]]\nname = \"lesson_02\"\n\n[dependencies]\nharness = false\n";
+    assert!(runs_its_own_main(manifest, "lesson_01"));
+    assert!(!runs_its_own_main(manifest, "lesson_02"));
+    assert!(!runs_its_own_main(manifest, "lesson_03"));
+}

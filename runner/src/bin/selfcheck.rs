@@ -153,7 +153,7 @@ fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
 }
 
 /// Runs a mistake's quick checks, then, unless one of them caught it, all
-/// the others in one run (in libtest's order, as many at once as there are
+/// the others in one run (in the order of their names, as many at once as there are
 /// cores); stops as soon as a check has failed and the output shows every
 /// text of `shows`. The outcome gathers both runs.
 fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Outcome {
@@ -173,6 +173,7 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
             None => run,
             Some(mut so_far) => {
                 so_far.tests.extend(run.tests);
+                so_far.failures.extend(run.failures);
                 so_far.output.push_str(&run.output);
                 so_far.took += run.took;
                 so_far.ran &= run.ran;

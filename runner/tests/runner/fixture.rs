@@ -132,16 +132,21 @@ fn shared_sections() -> String {
 
 /// A fixture kata's manifest (returned, for its caller to write last) and
 /// its build script and lock file: what the kata's own manifest holds,
-/// but for its package's name and its workspace.
-pub fn package(dir: &Path, name: &str) -> String {
+/// but for its package's name, its workspace and its lessons' test targets
+/// (each `harness = false`, as the kata's).
+pub fn package(dir: &Path, name: &str, lessons: &[u32]) -> String {
     put(&dir.join("Cargo.lock"), &read("Cargo.lock"));
     put(
         &dir.join("build.rs"),
         "fn main() {\n    kata_catalog::build_script();\n}\n",
     );
+    let targets: String = lessons
+        .iter()
+        .map(|n| format!("[[test]]\nname = \"lesson_{n:02}\"\nharness = false\n\n"))
+        .collect();
     format!(
         "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [workspace]\n{shared}",
+         {targets}[workspace]\n{shared}",
         shared = shared_sections(),
     )
 }
@@ -164,6 +169,9 @@ fn finish(dir: &Path, manifest: &str) {
     assert!(settled.success(), "cargo tree in {}", dir.display());
 }
 
+/// A lesson's test file with no examples of its own: its kind's checks.
+const NO_EXAMPLES: &str = "kata::lesson!();\n\nfn examples(_: &mut kata::trial::Trials) {}\n";
+
 /// Writes the fixture kata once per test run and returns its folder.
 pub fn kata() -> &'static Path {
     static KATA: OnceLock<PathBuf> = OnceLock::new();
@@ -173,7 +181,8 @@ pub fn kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(&dir, "runner-fixture");
+        let numbers: Vec<u32> = fixtures().iter().map(|f| f.number).collect();
+        let manifest = package(&dir, "runner-fixture", &numbers);
         std::fs::create_dir_all(dir.join("tests/snapshots")).unwrap();
         let stub = read("lessons/stubs/lesson_01.rs");
         let mut catalog = String::new();
@@ -207,11 +216,14 @@ pub fn kata() -> &'static Path {
             );
             write(
                 format!("tests/{name}.rs"),
-                "use rstest::rstest;\n\n\
-                 kata::lesson!();\n\n\
-                 #[rstest]\n#[case::counts_down(2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")]\n#[case::edge(1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")]\n\
-                 fn examples(#[case] limit: u64, #[case] window: u64, #[case] requests: &str, #[case] expected: &str) {\n\
-                 \x20   lesson().example(limit, window, requests, expected);\n}\n",
+                "kata::lesson!();\n\n\
+                 const EXAMPLES: &[kata::trial::Named<(u64, u64, &str, &str)>] = &[\n\
+                 \x20   (\"counts_down\", (2, 1_000, \"a@0 a@0 a@0\", \"+1 +0 -1000\")),\n\
+                 \x20   (\"edge\", (1, 1_000, \"a@0 a@999 a@1000\", \"+0 -1 +0\")),\n];\n\n\
+                 fn examples(t: &mut kata::trial::Trials) {\n\
+                 \x20   t.examples(EXAMPLES, |(limit, window, requests, expected)| {\n\
+                 \x20       lesson().example(limit, window, requests, expected)\n\
+                 \x20   });\n}\n",
             );
         }
         put(&dir.join("lessons/lessons.toml"), &catalog);
@@ -230,14 +242,14 @@ pub fn layer_kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(&dir, "runner-layer-fixture");
+        let manifest = package(&dir, "runner-layer-fixture", &[7]);
         put(&dir.join("lessons/lessons.toml"), "[[lesson]]\nnumber = 7\ntitle = \"The layer\"\nkind = \"http-layer\"\ntype = \"RateLimitLayer\"\nalgorithm = \"FixedWindow\"\n",);
         let layer = read("solutions/lesson_07.rs");
         for path in ["lessons/lesson_07.rs", "lessons/stubs/lesson_07.rs", "solutions/lesson_07.rs"] {
             put(&dir.join(path), &layer);
         }
         put(&dir.join("lessons/lesson_07.md"), "# Lesson 07 — The layer\n");
-        put(&dir.join("tests/lesson_07.rs"), "kata::lesson!();\n");
+        put(&dir.join("tests/lesson_07.rs"), NO_EXAMPLES);
         finish(&dir, &manifest);
         dir
     })
@@ -256,7 +268,7 @@ pub fn stack_kata() -> &'static Path {
         for sub in ["lessons/stubs", "solutions", "tests"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
         }
-        let manifest = package(&dir, "runner-stack-fixture");
+        let manifest = package(&dir, "runner-stack-fixture", &[10]);
         put(
             &dir.join("lessons/lessons.toml"),
             "[[lesson]]\nnumber = 10\ntitle = \"The stack\"\nkind = \"async-redis-limiter\"\n\
@@ -274,7 +286,7 @@ pub fn stack_kata() -> &'static Path {
             &dir.join("lessons/lesson_10.md"),
             "# Lesson 10 — The stack\n",
         );
-        put(&dir.join("tests/lesson_10.rs"), "kata::lesson!();\n");
+        put(&dir.join("tests/lesson_10.rs"), NO_EXAMPLES);
         finish(&dir, &manifest);
         dir
     })
