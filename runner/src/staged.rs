@@ -111,8 +111,14 @@ pub fn plan(entry: &Entry, tests: &[String], upto: Option<usize>) -> Vec<Stage> 
 /// Test threads for a lesson: its Redis checks mostly wait on sockets and
 /// servers, so they run four times as many as the machine has cores.
 pub fn threads(entry: &Entry) -> usize {
+    threads_for(entry.kind)
+}
+
+/// [`threads`], for a lesson of `kind`: what the self-check runs its
+/// subjects with too.
+pub fn threads_for(kind: kata_catalog::Kind) -> usize {
     let threads = suite::test_threads();
-    if entry.kind.needs_redis() {
+    if kind.needs_redis() {
         threads * 4
     } else {
         threads

@@ -9,7 +9,8 @@
 //! are the catalog's ([`kata_catalog::groups`]), so a check's kind and tier
 //! travel with it instead of being read back from its name.
 //!
-//! [`main`] keeps `cargo test --test lesson_NN`'s look, its filters
+//! [`main`] keeps `cargo test --test lesson_NN`'s look (but that the
+//! quickest tiers of checks start first, see [`Tier`]), its filters
 //! (`--exact`, `--skip`, `--ignored`, `--include-ignored`, `--list`), its
 //! output capture (`--nocapture`, `--show-output`), `--test-threads`, and
 //! its exit codes (0, and 101 when a check failed); and when `KATA_RESULTS`

@@ -77,11 +77,16 @@ enum Verdict {
     Ignored(&'static str),
 }
 
-/// Runs the selected checks; returns the exit code.
-fn run(args: &Args, trials: Vec<Trial>, results: Option<std::ffi::OsString>) -> u8 {
+/// Runs the selected checks, the quickest tiers first (examples and
+/// drawings, then properties, races, and the slow checks), each tier in
+/// the order of the names; returns the exit code. A learner hears of a
+/// wrong key function from an example in a second, and a hang found by a
+/// property stops the loom models that would each wait it out.
+fn run(args: &Args, mut trials: Vec<Trial>, results: Option<std::ffi::OsString>) -> u8 {
     install_hook();
     let started = Instant::now();
     let total = trials.len();
+    trials.sort_by_key(Trial::tier);
     let mut queue: VecDeque<(Trial, bool)> = trials
         .into_iter()
         .filter(|t| args.selects(&t.name))

@@ -156,7 +156,13 @@ fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
 /// the others in one run (in the order of their names, as many at once as there are
 /// cores); stops as soon as a check has failed and the output shows every
 /// text of `shows`. The outcome gathers both runs.
-fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Outcome {
+fn until_caught(
+    root: &Path,
+    exe: &Path,
+    subject: &str,
+    shows: &[String],
+    threads: usize,
+) -> Outcome {
     let tests = suite::list(exe).unwrap_or_default();
     let mut all: Option<Outcome> = None;
     for quick in [true, false] {
@@ -168,7 +174,15 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
         if names.is_empty() {
             continue;
         }
-        let run = suite::run_binary(root, exe, subject, Some(&names), Until::Caught(shows));
+        let run = suite::run_binary_unless(
+            root,
+            exe,
+            subject,
+            Some(&names),
+            Until::Caught(shows),
+            threads,
+            &|| false,
+        );
         let so_far = match all.take() {
             None => run,
             Some(mut so_far) => {
@@ -192,7 +206,10 @@ fn until_caught(root: &Path, exe: &Path, subject: &str, shows: &[String]) -> Out
             break;
         }
     }
-    all.unwrap_or_else(|| suite::run_binary(root, exe, subject, None, Until::Caught(shows)))
+    all.unwrap_or_else(|| {
+        let until = Until::Caught(shows);
+        suite::run_binary_unless(root, exe, subject, None, until, threads, &|| false)
+    })
 }
 
 /// The integration tests run beside the lessons: each row's name, its
@@ -415,10 +432,12 @@ fn main() -> ExitCode {
                 .unwrap_or_default(),
             None => Vec::new(),
         };
+        // As many test threads as the learner's runner gives the lesson.
+        let threads = kata_runner::staged::threads_for(lesson.kind);
         let outcome = match expect {
-            Expect::Caught => until_caught(root, exe, subject, &wanted),
+            Expect::Caught => until_caught(root, exe, subject, &wanted, threads),
             Expect::Pass | Expect::FailAll => {
-                suite::run_binary(root, exe, subject, None, Until::End)
+                suite::run_binary_unless(root, exe, subject, None, Until::End, threads, &|| false)
             }
         };
         let (mut ok, mut detail) = judge(*expect, &outcome);
