@@ -29,6 +29,11 @@
 //!   with their committed snapshots;
 //! - [`checks`], [`scenarios`]: the checks every limiter passes and the loom
 //!   scenarios;
+//! - [`layer`], [`redis_limiter`]: what two kinds share, below the kinds: a
+//!   rate-limit layer in front of an HTTP service (lesson 07's contract,
+//!   model, driver and checks) and a limiter whose state is in Redis
+//!   (lesson 08's), which lesson 10's kind checks its own layer and limiter
+//!   with;
 //! - [`subject`], [`source`], [`watchdog`], [`files`]: which file is
 //!   tested, what its source may use, how its panics and hangs become
 //!   readable failures, and file names as learners see them;
@@ -41,8 +46,9 @@
 //! - the kinds, a module each, holding its `variant!`, `Lesson` and `trials`:
 //!   [`limiter`] (lesson 01) and [`shared_limiter`] (02–06), whose lesson is
 //!   [`checks::Lesson`]; [`http`], the `http-layer` kind of lesson 07, a
-//!   tower layer; [`redis`], the `redis-limiter` kind of lesson 08, its state
-//!   in a real `redis-server`; [`memory`], the `bounded-limiter` kind of lesson 09,
+//!   tower layer, and [`redis`], the `redis-limiter` kind of lesson 08, its
+//!   state in a real `redis-server` (each the seam over [`layer`] and
+//!   [`redis_limiter`]); [`memory`], the `bounded-limiter` kind of lesson 09,
 //!   at most `max_keys` keys, reporting through `metrics`; [`async_redis`],
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
@@ -58,9 +64,8 @@
 //! contract's types, then the facade, then the watchdog, then the real
 //! servers (`infra`), then timelines and models, then rendering,
 //! generators and drivers, then scenarios and how checks run, then the
-//! checks, then the kinds, which use no other kind (but for lesson 10's,
-//! which builds on lessons 07, 08 and 09's: the layers' check lists what it
-//! still uses), then the macros.
+//! checks, then what two kinds share (`layer`, `redis_limiter`), then the
+//! kinds, which use no other kind, then the macros.
 
 pub mod async_redis;
 pub mod checks;
@@ -74,11 +79,13 @@ pub mod infra;
 pub mod keys;
 pub mod kind;
 pub mod kinds;
+pub mod layer;
 pub mod limiter;
 mod macros;
 pub mod memory;
 pub mod models;
 pub mod redis;
+pub mod redis_limiter;
 pub mod render;
 pub mod rules;
 pub mod run;

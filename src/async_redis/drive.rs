@@ -14,8 +14,8 @@ use super::{Rule, Settings};
 use crate::decision::{ConfigError, Decision};
 use crate::drive::Drive;
 use crate::infra::cluster::RedisCluster;
-use crate::redis::drive::{settings_at, Limiter, RedisVariant, RuleKind};
-use crate::redis::RedisError;
+use crate::redis_limiter::drive::{settings_at, Limiter, RedisVariant, RuleKind};
+use crate::redis_limiter::RedisError;
 use crate::render::call;
 use crate::time::Timestamp;
 
@@ -46,8 +46,8 @@ pub type BuildStack = fn(
     Router,
     Rule,
     Settings,
-    crate::http::Policy,
-    crate::http::ManualClock,
+    crate::layer::Policy,
+    crate::layer::ManualClock,
 ) -> Result<Router, String>;
 
 /// One implementation of lesson 10 compiled into its test binary: built as
@@ -60,7 +60,7 @@ pub struct AsyncVariant {
     pub build: BuildAsync,
     pub blocking: RedisVariant,
     /// The file's `AsyncRateLimitLayer`, over the harness's test limiter.
-    pub layer: crate::http::drive::HttpVariant,
+    pub layer: crate::layer::drive::HttpVariant,
     pub stack: BuildStack,
 }
 

@@ -9,7 +9,7 @@
 //!   limiter and, for lesson 08's checks, blocked on as a synchronous one;
 //! - [`checks`]: the checks of the kind (lesson 08's, by [`Deref`] to its
 //!   lesson, then the cluster's and the runtime's);
-//! - `suite`: its tests, as the macro `async_redis_tests!`.
+//! - `suite`: its checks as data, `trials` (see [`crate::trial`]).
 //!
 //! [`Deref`]: std::ops::Deref
 
@@ -27,7 +27,7 @@ pub use crate::checks::comparison;
 /// A lesson of this kind.
 pub type Lesson = checks::AsyncLesson;
 
-pub use crate::redis::{Clock, OnFailure, RedisError, Rule, SettingsError};
+pub use crate::redis_limiter::{Clock, OnFailure, RedisError, Rule, SettingsError};
 pub use crate::store::{Bounds, Overflow};
 pub use fallback::{metric, LocalLimiter, Reason};
 
@@ -69,7 +69,7 @@ impl Settings {
     /// and a local store of at most 10,000 keys that denies a new key when
     /// full, its metrics labelled `policy="default"`.
     pub fn new(url: &str) -> Result<Settings, SettingsError> {
-        crate::redis::client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
+        crate::redis_limiter::client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
         Ok(Settings::on(Redis::Server(url.to_string())))
     }
 
@@ -80,7 +80,7 @@ impl Settings {
             return Err(SettingsError::NoNodes);
         }
         for url in urls {
-            crate::redis::client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
+            crate::redis_limiter::client(url).map_err(|e| SettingsError::Url(e.to_string()))?;
         }
         Ok(Settings::on(Redis::Cluster(urls.to_vec())))
     }
@@ -118,14 +118,14 @@ impl Settings {
 
     /// Lesson 08's settings with the same fields (its checks of the
     /// timeout and the policy); the client is the first node's.
-    fn as_lesson_08(&self) -> crate::redis::Settings {
+    fn as_lesson_08(&self) -> crate::redis_limiter::Settings {
         let url = match &self.redis {
             Redis::Server(url) => url.clone(),
             Redis::Cluster(urls) => urls.first().cloned().unwrap_or_default(),
         };
-        crate::redis::Settings {
-            client: crate::redis::client(&url)
-                .or_else(|_| crate::redis::client("redis://127.0.0.1"))
+        crate::redis_limiter::Settings {
+            client: crate::redis_limiter::client(&url)
+                .or_else(|_| crate::redis_limiter::client("redis://127.0.0.1"))
                 .expect("a loopback URL is valid"),
             prefix: self.prefix.clone(),
             timeout: self.timeout,
@@ -141,10 +141,10 @@ fn default_local() -> Bounds {
     Bounds::new("default", 10_000, Overflow::Deny)
 }
 
-impl From<crate::redis::Settings> for Settings {
+impl From<crate::redis_limiter::Settings> for Settings {
     /// Lesson 08's settings, for the checks lesson 10 shares with it: the
     /// same server (by its address) and the same fields.
-    fn from(s: crate::redis::Settings) -> Settings {
+    fn from(s: crate::redis_limiter::Settings) -> Settings {
         let info = s.client.get_connection_info();
         Settings {
             redis: Redis::Server(format!("redis://{}", info.addr())),

@@ -5,8 +5,8 @@
 //! Cluster, a slot that moves and a master that fails over.
 
 use super::Lesson;
-use crate::redis::drive::RULES;
-use crate::redis::suite as redis;
+use crate::redis_limiter::drive::RULES;
+use crate::redis_limiter::suite as redis;
 use crate::trial::{group, Get, Trials};
 
 /// The kind's checks.
@@ -17,7 +17,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
             lesson().uses_only_its_inputs()
         });
     });
-    let redis_lesson = move || -> &'static crate::redis::Lesson { lesson() };
+    let redis_lesson = move || -> &'static crate::redis_limiter::Lesson { lesson() };
     redis::shared(&mut t, redis_lesson, move || lesson().serve_app_server());
     t.group(group::RACE, |t| {
         // 64 calls at once: one connection, every command sent before the
@@ -50,7 +50,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
     // Lesson 07's checks, for the file's `AsyncRateLimitLayer` over the
     // harness's test limiter.
     t.module("layer", |t| {
-        t.nest(crate::http::suite::trials(move || lesson().layer()));
+        t.nest(crate::layer::suite::trials(move || lesson().layer()));
     });
     // The checks every limiter passes, each rule on a Redis Cluster.
     t.module("cluster", |t| {

@@ -14,7 +14,7 @@ macro_rules! __async_redis_variant {
             use ::std::sync::Arc;
             use $crate::async_redis::drive::{blocking, AsyncLimiter, AsyncVariant, Boxed};
             use $crate::async_redis::{RedisError, Rule, Settings};
-            use $crate::redis::drive::RedisVariant;
+            use $crate::redis_limiter::drive::RedisVariant;
             use $crate::{ConfigError, Decision, Timestamp};
 
             struct Driven(on_std::imp::$limiter);
@@ -43,15 +43,15 @@ macro_rules! __async_redis_variant {
                 router: $crate::async_redis::drive::Router,
                 rule: Rule,
                 settings: Settings,
-                policy: $crate::http::Policy,
-                clock: $crate::http::ManualClock,
+                policy: $crate::layer::Policy,
+                clock: $crate::layer::ManualClock,
             ) -> Result<$crate::async_redis::drive::Router, String> {
                 let limiter = on_std::imp::$limiter::new(rule, settings)
                     .map_err(|e| format!("new returned Err({e:?})"))?;
                 let layer = on_std::imp::AsyncRateLimitLayer::new(
                     Arc::new(limiter),
                     policy,
-                    $crate::http::KeyRule::by_address(),
+                    $crate::layer::KeyRule::by_address(),
                     clock,
                 )
                 .map_err(|e| format!("AsyncRateLimitLayer::new returned Err({e:?})"))?;

@@ -11,7 +11,7 @@
 //! - [`drive`]: how the learner's type is built and driven;
 //! - [`checks`]: the checks of the kind, with [`races`](checks::races)
 //!   (sweeps and a full store under loom);
-//! - `suite`: its tests, as the macro `bounded_tests!`.
+//! - `suite`: its checks as data, `trials` (see [`crate::trial`]).
 
 pub mod checks;
 pub mod drive;

@@ -10,8 +10,8 @@ use crate::async_redis::drive::{runtime, AsyncLimiter};
 use crate::async_redis::{metric, Bounds, OnFailure, Overflow, Reason, Settings};
 use crate::decision::{describe, Decision};
 use crate::infra::server::{free_port, RedisServer};
-use crate::redis::checks::faults::admin;
-use crate::redis::drive::{settings_at, RuleKind, RULES};
+use crate::redis_limiter::checks::faults::admin;
+use crate::redis_limiter::drive::{settings_at, RuleKind, RULES};
 use crate::render::call;
 use crate::store::metrics::{
     expected_metrics, f64Bits, same_series, series, show_metrics, Contract, Metrics, Recorded,

@@ -2,7 +2,7 @@
 //!
 //! Lesson 10's limiter keeps lesson 08's contract, so every check of lesson
 //! 08 runs against it first: [`AsyncLesson`] derefs to the
-//! [`RedisLesson`](crate::redis::checks::RedisLesson) of its subjects
+//! [`RedisLesson`](crate::redis_limiter::checks::RedisLesson) of its subjects
 //! blocked on ([`blocking`](super::drive::blocking)), and lesson 08's
 //! suite calls it as it calls lesson 08. Its layer keeps lesson 07's:
 //! [`AsyncLesson::layer`] is lesson 07's lesson over the file's
@@ -27,8 +27,8 @@ use super::drive::{on_cluster, AsyncVariant};
 use crate::checks::Lesson;
 use crate::drive::{Pace, Variant};
 use crate::kind::{Facts, Kind, Subjects};
-use crate::redis::checks::RedisLesson;
-use crate::redis::drive::{RuleKind, RULES};
+use crate::redis_limiter::checks::RedisLesson;
+use crate::redis_limiter::drive::{RuleKind, RULES};
 
 /// Lesson 10: lesson 08's lesson over its subjects blocked on, and the
 /// lessons of the checks every limiter passes on a Redis Cluster, one per
@@ -39,7 +39,7 @@ pub struct AsyncLesson {
     as_lesson_08: RedisLesson,
     cluster: Vec<Lesson>,
     /// Lesson 07's lesson over the file's layer.
-    layer: crate::http::checks::HttpLesson,
+    layer: crate::layer::checks::HttpLesson,
 }
 
 /// A cluster's calls cross a socket, and some cross two: the shared
@@ -77,7 +77,7 @@ impl Kind for AsyncLesson {
             .collect();
         AsyncLesson {
             as_lesson_08: RedisLesson::new(facts, subjects.map(|v| v.blocking)),
-            layer: crate::http::checks::HttpLesson::new(
+            layer: crate::layer::checks::HttpLesson::new(
                 facts.titled(format!("{}: the async layer", facts.title)),
                 subjects.map(|v| v.layer),
             ),
@@ -106,7 +106,7 @@ impl AsyncLesson {
     }
 
     /// Lesson 07's checks, for the file's `AsyncRateLimitLayer`.
-    pub fn layer(&self) -> &crate::http::checks::HttpLesson {
+    pub fn layer(&self) -> &crate::layer::checks::HttpLesson {
         &self.layer
     }
 

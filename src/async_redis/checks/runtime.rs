@@ -13,8 +13,8 @@ use crate::decision::{describe, Decision};
 use crate::heartbeat::beside_heartbeat;
 use crate::infra::proxy::panic_text;
 use crate::infra::server::RedisServer;
-use crate::redis::drive::{settings_on, RuleKind};
-use crate::redis::OnFailure;
+use crate::redis_limiter::drive::{settings_on, RuleKind};
+use crate::redis_limiter::OnFailure;
 use crate::render::call;
 use crate::time::Timestamp;
 

@@ -20,10 +20,10 @@ use super::fallback::{add, LESSON_10};
 use super::AsyncLesson;
 use crate::async_redis::drive::{runtime, AsyncVariant};
 use crate::async_redis::{metric, Bounds, OnFailure, Overflow, Reason, Settings};
-use crate::http::{ManualClock, Policy};
 use crate::infra::server::{next_id, RedisServer};
-use crate::redis::drive::{RuleKind, GRACE, RULES, SERVERS};
-use crate::redis::processes::{answer_error, ask, hex, unhex};
+use crate::layer::{ManualClock, Policy};
+use crate::redis_limiter::drive::{RuleKind, GRACE, RULES, SERVERS};
+use crate::redis_limiter::processes::{answer_error, ask, hex, unhex};
 use crate::store::metrics::{f64Bits, same_series, show_metrics, Metrics, Recorded};
 use crate::time::Timestamp;
 use crate::timeline::Config;
@@ -315,7 +315,7 @@ impl AsyncLesson {
         let mut all = vec![i.learner, i.stub, i.reference];
         all.extend(i.mistakes.iter().map(|(_, v)| *v));
         all.extend(i.alternatives.iter().map(|(_, v)| *v));
-        crate::redis::processes::serve_with(
+        crate::redis_limiter::processes::serve_with(
             &self.subjects.map(|v| v.blocking).implementations,
             &mut |fields| answer(fields, &all),
         );
@@ -480,7 +480,7 @@ impl AsyncLesson {
         redis.resume();
         // Past the scripts the paused server had queued: they ran before
         // this answer, so none counts in the next window.
-        crate::redis::checks::faults::admin(&redis, &["PING"]);
+        crate::redis_limiter::checks::faults::admin(&redis, &["PING"]);
         let (mut slow, mut slowest) = (Vec::new(), Duration::ZERO);
         let denied = StatusCode::TOO_MANY_REQUESTS;
         for (server, got) in answers {

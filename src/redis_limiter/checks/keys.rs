@@ -8,7 +8,7 @@ use super::RedisLesson;
 use crate::decision::{describe, Decision};
 use crate::infra::proxy::Proxy;
 use crate::infra::server::RedisServer;
-use crate::redis::drive::{settings_on, BuildRedis, RuleKind, GRACE};
+use crate::redis_limiter::drive::{settings_on, BuildRedis, RuleKind, GRACE};
 use crate::render::call;
 use crate::run::run_cases;
 use crate::time::Timestamp;
@@ -127,7 +127,7 @@ fn keys_and_ttls(
     proxy.close_all();
     proxy.clear_log();
     let mut settings = settings_on(server);
-    settings.client = crate::redis::client(&proxy.url(0)).expect("a valid URL");
+    settings.client = crate::redis_limiter::client(&proxy.url(0)).expect("a valid URL");
     // A grace with a fraction of a millisecond: it is rounded up on its own
     // (⌈life⌉ + ⌈grace⌉ ms), so that no key lives less than its grace.
     settings.ttl_grace = FRACTIONAL_GRACE;

@@ -1,22 +1,22 @@
 //! The contract's answers to an HTTP timeline, and the judging of a run
 //! against them, request by request.
 
-use crate::http::drive::Run;
-use crate::http::exchange::{nanos, transcript, Call, HttpTimeline, Observed};
+use crate::layer::drive::Run;
+use crate::layer::exchange::{nanos, transcript, Call, HttpTimeline, Observed};
 use std::net::IpAddr;
 
-use crate::http::model::{
+use crate::layer::model::{
     address_key, client_key, expected, forwarded_entries, problem_body_errors, Expected, Keyed,
 };
-use crate::http::Policy;
+use crate::layer::Policy;
 use crate::models::Algorithm;
 use crate::text::times;
 
 /// What the contract answers to each request: the key and the answer.
 pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)> {
-    let rule = t.setup.key_rule(crate::http::Report::stderr());
+    let rule = t.setup.key_rule(crate::layer::Report::stderr());
     let algorithm = t.setup.rule(algorithm);
-    let mut model = algorithm.model(crate::http::drive::limiter_config(
+    let mut model = algorithm.model(crate::layer::drive::limiter_config(
         &t.setup.policy,
         algorithm,
     ));
@@ -31,9 +31,9 @@ pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)
                 let asked = c
                     .other
                     .iter()
-                    .find(|(n, _)| n == crate::http::model::INNER_ANSWER)
+                    .find(|(n, _)| n == crate::layer::model::INNER_ANSWER)
                     .map(|(_, v)| v.as_str());
-                let (status, retry_after) = crate::http::model::inner_answer(asked);
+                let (status, retry_after) = crate::layer::model::inner_answer(asked);
                 answer.status = status;
                 answer.retry_after = retry_after.map(str::to_string);
             }
@@ -43,7 +43,7 @@ pub fn contract(algorithm: Algorithm, t: &HttpTimeline) -> Vec<(Keyed, Expected)
 }
 
 /// The contract's key for a request.
-fn model_key(rule: &crate::http::KeyRule, c: &Call) -> Keyed {
+fn model_key(rule: &crate::layer::KeyRule, c: &Call) -> Keyed {
     let api: Vec<&[u8]> = c.api_keys.iter().map(Vec::as_slice).collect();
     let xff: Vec<&[u8]> = c.forwarded.iter().map(Vec::as_slice).collect();
     client_key(rule, &api, &xff, c.peer)
@@ -177,7 +177,7 @@ pub(super) fn wrong_key(
 /// address of its `X-Forwarded-For` (by place), its peer, or a header the
 /// contract never reads.
 fn origin(t: &HttpTimeline, c: &Call, key: &str) -> String {
-    if key == crate::http::UNKNOWN_CLIENT {
+    if key == crate::layer::UNKNOWN_CLIENT {
         return "the key of requests without a peer address".into();
     }
     if let Some(value) = key.strip_prefix("api:") {
@@ -189,7 +189,7 @@ fn origin(t: &HttpTimeline, c: &Call, key: &str) -> String {
                 Some(name) => format!("the value of its {name} header"),
                 None => format!(
                     "the value of its {} header, which this layer is not told to read",
-                    crate::http::drive::DECOY_API_KEY_HEADER
+                    crate::layer::drive::DECOY_API_KEY_HEADER
                 ),
             };
         }
@@ -198,7 +198,7 @@ fn origin(t: &HttpTimeline, c: &Call, key: &str) -> String {
                 return format!(
                     "the value of its {} header, which this layer is not told to read (its API \
                      key header is {name})",
-                    crate::http::drive::DECOY_API_KEY_HEADER
+                    crate::layer::drive::DECOY_API_KEY_HEADER
                 );
             }
         }
@@ -344,8 +344,8 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
         );
     }
     if e.reaches_inner {
-        for (name, _) in crate::http::model::INNER_HEADERS {
-            let sent: Vec<&[u8]> = crate::http::model::INNER_HEADERS
+        for (name, _) in crate::layer::model::INNER_HEADERS {
+            let sent: Vec<&[u8]> = crate::layer::model::INNER_HEADERS
                 .iter()
                 .filter(|(n, _)| n == name)
                 .map(|(_, v)| v.as_bytes())
@@ -372,7 +372,7 @@ fn differs(policy: &Policy, key: &str, at: u64, e: &Expected, o: &Observed) -> O
                 ));
             }
         }
-        if o.body != crate::http::drive::INNER_BODY.as_bytes() {
+        if o.body != crate::layer::drive::INNER_BODY.as_bytes() {
             return Some("the inner service's body was not passed on as it was".into());
         }
     } else {

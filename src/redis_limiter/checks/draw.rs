@@ -4,9 +4,9 @@
 use super::RedisLesson;
 use crate::decision::Decision;
 use crate::models::Algorithm;
-use crate::redis::drive::RedisVariant;
-use crate::redis::drive::{RuleKind, SERVERS};
-use crate::redis::processes::servers;
+use crate::redis_limiter::drive::RedisVariant;
+use crate::redis_limiter::drive::{RuleKind, SERVERS};
+use crate::redis_limiter::processes::servers;
 use crate::snapshot::assert_snapshot;
 use crate::timeline::{Config, Request, Timeline};
 

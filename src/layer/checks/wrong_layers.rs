@@ -18,10 +18,10 @@ use tower::{Layer, Service};
 
 use super::Ctx;
 use crate::decision::{Decision, RateLimiter};
-use crate::http::drive::{Driven, Echo, HttpVariant, Layered, Parts, TestLimiter};
-use crate::http::exchange::HttpTimeline;
-use crate::http::model::{address_key, client_key, expected, forwarded_entries};
-use crate::http::{
+use crate::layer::drive::{Driven, Echo, HttpVariant, Layered, Parts, TestLimiter};
+use crate::layer::exchange::HttpTimeline;
+use crate::layer::model::{address_key, client_key, expected, forwarded_entries};
+use crate::layer::{
     Clock, KeyRule, LayerError, ManualClock, Policy, PolicyError, PROBLEM_TITLE, PROBLEM_TYPE,
     UNKNOWN_CLIENT,
 };
@@ -69,7 +69,7 @@ pub(super) fn ctx(flaw: Flaw) -> Ctx {
 }
 
 pub(super) fn timeline(text: &str) -> HttpTimeline {
-    crate::http::exchange::parse(text).expect("a valid timeline")
+    crate::layer::exchange::parse(text).expect("a valid timeline")
 }
 
 fn build_contract(parts: Parts) -> Result<Box<dyn Layered>, PolicyError> {
@@ -231,12 +231,12 @@ impl Service<Request<Body>> for WrongService {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http::checks::properties::{
+    use crate::layer::checks::properties::{
         falsify, falsify_forged_keys, inner_calls, with_model, with_reference, Check,
     };
-    use crate::http::checks::verdict::judge;
-    use crate::http::drive::run;
-    use crate::http::gen;
+    use crate::layer::checks::verdict::judge;
+    use crate::layer::drive::run;
+    use crate::layer::gen;
 
     /// Two clients behind one trusted proxy, each with a forged address
     /// in front: the contract counts both under the client's address,

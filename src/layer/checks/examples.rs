@@ -6,9 +6,9 @@ use std::time::Duration;
 use super::replay;
 use super::verdict::{contract, judge, short};
 use super::HttpLesson;
-use crate::http::drive::{run, HttpVariant};
-use crate::http::exchange;
-use crate::http::{Policy, PolicyError};
+use crate::layer::drive::{run, HttpVariant};
+use crate::layer::exchange;
+use crate::layer::{Policy, PolicyError};
 use crate::models::Algorithm;
 use crate::watchdog::{time_limit, watched};
 
@@ -124,16 +124,16 @@ impl HttpLesson {
 }
 
 fn build_only(v: HttpVariant, algorithm: Algorithm, policy: Policy) -> Result<(), PolicyError> {
-    let limiter = crate::http::drive::TestLimiter::new(
+    let limiter = crate::layer::drive::TestLimiter::new(
         algorithm,
         &Policy::new("x", 1, Duration::from_secs(1)),
     );
-    let parts = crate::http::drive::Parts {
+    let parts = crate::layer::drive::Parts {
         limiter,
         policy,
-        keys: crate::http::KeyRule::by_address(),
-        clock: crate::http::ManualClock::default(),
-        inner: crate::http::drive::Echo::default(),
+        keys: crate::layer::KeyRule::by_address(),
+        clock: crate::layer::ManualClock::default(),
+        inner: crate::layer::drive::Echo::default(),
     };
     (v.build)(parts).map(|_| ())
 }

@@ -3,8 +3,8 @@
 
 use super::verdict::{model_transcript, seen};
 use super::HttpLesson;
-use crate::http::drive::{run, HttpVariant};
-use crate::http::exchange::{self, transcript, HttpTimeline, Observed};
+use crate::layer::drive::{run, HttpVariant};
+use crate::layer::exchange::{self, transcript, HttpTimeline, Observed};
 use crate::watchdog::Stop;
 
 impl HttpLesson {
@@ -46,7 +46,7 @@ impl HttpLesson {
     /// For `cargo run -- compare 7 [TIMELINE]`: the subject's transcript and
     /// the reference's, the first difference named.
     pub fn print_comparison(&self, which: &str) {
-        let text = match crate::http::checks::SNAPSHOTS
+        let text = match crate::layer::checks::SNAPSHOTS
             .iter()
             .find(|(n, _)| *n == which.trim())
         {

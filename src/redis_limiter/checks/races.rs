@@ -8,7 +8,7 @@ use crate::decision::Decision;
 use crate::infra::proxy::Proxy;
 use crate::infra::proxy::Step;
 use crate::infra::server::RedisServer;
-use crate::redis::drive::{settings_on, Limiter, RuleKind};
+use crate::redis_limiter::drive::{settings_on, Limiter, RuleKind};
 use crate::render::call;
 use crate::scenarios::{
     compact, first_wrong_in_order, linearizable, linearizations, not_a_race, show_answers,
@@ -52,7 +52,8 @@ impl RedisLesson {
                 .map(|i| {
                     let mut settings = settings_on(server);
                     settings.prefix = prefix.to_string();
-                    settings.client = crate::redis::client(&proxy.url(i)).expect("a valid URL");
+                    settings.client =
+                        crate::redis_limiter::client(&proxy.url(i)).expect("a valid URL");
                     build(rule, settings).map_err(|e| format!("new({rule:?}) returned Err({e:?})"))
                 })
                 .collect()

@@ -15,7 +15,7 @@ impl HttpLesson {
         let outcome = watched(
             Duration::from_secs(30),
             |_| String::new(),
-            move || crate::http::serve::concurrent_burst(ctx.tested, ctx.algorithm),
+            move || crate::layer::serve::concurrent_burst(ctx.tested, ctx.algorithm),
         );
         match outcome {
             Ok(Ok(())) => {}

@@ -97,9 +97,9 @@ impl RedisLesson {
     }
 
     /// In an app server process the checks started: serves its requests
-    /// ([`crate::redis::processes`]) until they end.
+    /// ([`crate::redis_limiter::processes`]) until they end.
     pub fn serve_app_server(&self) {
-        crate::redis::processes::serve(&self.subjects.implementations);
+        crate::redis_limiter::processes::serve(&self.subjects.implementations);
     }
 
     fn tested(&self) -> RedisVariant {

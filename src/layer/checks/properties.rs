@@ -9,10 +9,10 @@ use proptest::strategy::Strategy;
 use super::replay;
 use super::verdict::{contract, judge, seen, wrong_key};
 use super::{Ctx, HttpLesson};
-use crate::http::drive::run;
-use crate::http::exchange::{self, transcript, Call, HttpTimeline, Observed};
-use crate::http::model::leftmost_decides;
-use crate::http::{gen, LayerError, Policy};
+use crate::layer::drive::run;
+use crate::layer::exchange::{self, transcript, Call, HttpTimeline, Observed};
+use crate::layer::model::leftmost_decides;
+use crate::layer::{gen, LayerError, Policy};
 use crate::subject::Subject;
 use crate::text::{count, times};
 use crate::watchdog::{time_limit, watched, Stop};
@@ -264,7 +264,7 @@ pub(super) struct Forged {
 /// itself lets the leftmost address decide: every address of its chain is
 /// a trusted proxy.
 fn forged_keys(ctx: Ctx, case: &Forged) -> Result<(), String> {
-    let rule = case.honest.setup.key_rule(crate::http::Report::stderr());
+    let rule = case.honest.setup.key_rule(crate::layer::Report::stderr());
     let honest = run(ctx.tested, ctx.algorithm, &case.honest)?;
     let forged = run(ctx.tested, ctx.algorithm, &case.forged)?;
     let keys = |o: &Observed| o.checks.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
@@ -308,7 +308,7 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
     }
     let state = Arc::new((Mutex::new(Counts::default()), Condvar::new()));
     let sink = state.clone();
-    let report = crate::http::Report::from_fn(move |_| {
+    let report = crate::layer::Report::from_fn(move |_| {
         let (lock, changed) = &*sink;
         let mut counts = lock.lock().unwrap_or_else(|p| p.into_inner());
         counts.reports += 1;
@@ -327,16 +327,16 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
         }
     });
     let policy = Policy::new("api", 100, Duration::from_secs(10));
-    let parts = crate::http::drive::Parts {
-        limiter: crate::http::drive::TestLimiter::new(ctx.algorithm, &policy),
+    let parts = crate::layer::drive::Parts {
+        limiter: crate::layer::drive::TestLimiter::new(ctx.algorithm, &policy),
         policy,
-        keys: crate::http::KeyRule::by_address().reporting_to(report),
-        clock: crate::http::ManualClock::default(),
-        inner: crate::http::drive::Echo::default(),
+        keys: crate::layer::KeyRule::by_address().reporting_to(report),
+        clock: crate::layer::ManualClock::default(),
+        inner: crate::layer::drive::Echo::default(),
     };
     let mut layered = (ctx.tested.build)(parts)
         .map_err(|e| format!("RateLimitLayer::new refused a valid policy: {e:?}"))?;
-    let services: Vec<crate::http::drive::Svc> = (0..THREADS)
+    let services: Vec<crate::layer::drive::Svc> = (0..THREADS)
         .map(|_| layered.service(exchange::Via::Clone).clone())
         .collect();
     let start = Barrier::new(THREADS);
@@ -353,7 +353,7 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
                     .build()
                     .expect("a runtime");
                 start.wait();
-                let req = crate::http::drive::request(no_peer, None, i);
+                let req = crate::layer::drive::request(no_peer, None, i);
                 let _ = runtime.block_on(async {
                     let ready = svc.ready().await.unwrap_or_else(|e| match e {});
                     ready.call(req).await
@@ -385,13 +385,13 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
 fn polled_then_called(ctx: Ctx) -> Result<(), String> {
     use tower::{Service, ServiceExt};
     let policy = Policy::new("api", 100, Duration::from_secs(10));
-    let inner = crate::http::drive::Echo::default();
+    let inner = crate::layer::drive::Echo::default();
     let log = inner.clone();
-    let parts = crate::http::drive::Parts {
-        limiter: crate::http::drive::TestLimiter::new(ctx.algorithm, &policy),
+    let parts = crate::layer::drive::Parts {
+        limiter: crate::layer::drive::TestLimiter::new(ctx.algorithm, &policy),
         policy,
-        keys: crate::http::KeyRule::by_address(),
-        clock: crate::http::ManualClock::default(),
+        keys: crate::layer::KeyRule::by_address(),
+        clock: crate::layer::ManualClock::default(),
         inner,
     };
     let mut layered = (ctx.tested.build)(parts)
@@ -406,20 +406,20 @@ fn polled_then_called(ctx: Ctx) -> Result<(), String> {
         let _ = first.ready().await;
         let _ = second.ready().await;
         let _ = first
-            .call(crate::http::drive::request(&call, None, 0))
+            .call(crate::layer::drive::request(&call, None, 0))
             .await;
         let _ = second
-            .call(crate::http::drive::request(&call, None, 1))
+            .call(crate::layer::drive::request(&call, None, 1))
             .await;
         // A clone of a service that is ready is a service that is not.
         let _ = first.ready().await;
         let mut third = first.clone();
         let _ = third.ready().await;
         let _ = third
-            .call(crate::http::drive::request(&call, None, 2))
+            .call(crate::layer::drive::request(&call, None, 2))
             .await;
         let _ = first
-            .call(crate::http::drive::request(&call, None, 3))
+            .call(crate::layer::drive::request(&call, None, 3))
             .await;
     });
     match log.unready_calls() {

@@ -7,8 +7,8 @@ use super::RedisLesson;
 use crate::decision::{describe, Decision};
 use crate::infra::proxy::Proxy;
 use crate::infra::server::RedisServer;
-use crate::redis::drive::{local, policy_answer, settings_on, RuleKind, RULES};
-use crate::redis::OnFailure;
+use crate::redis_limiter::drive::{local, policy_answer, settings_on, RuleKind, RULES};
+use crate::redis_limiter::OnFailure;
 use crate::render::call;
 use crate::time::Timestamp;
 use crate::watchdog::time_limit;
@@ -328,7 +328,8 @@ impl RedisLesson {
         ] {
             let rule = RuleKind::FixedWindow.rule(3, Duration::from_secs(3600));
             let mut settings = settings_on(RedisServer::shared());
-            settings.client = crate::redis::client(&unreachable.url()).expect("a valid URL");
+            settings.client =
+                crate::redis_limiter::client(&unreachable.url()).expect("a valid URL");
             settings.timeout = FAULT_TIMEOUT;
             settings.on_failure = on_failure;
             let limiter = (self.tested().build)(rule, settings)
@@ -400,7 +401,8 @@ impl RedisLesson {
             for (what, first, at) in situations {
                 for cut in 1..=8 {
                     let mut settings = settings_on(server);
-                    settings.client = crate::redis::client(&proxy.url(0)).expect("a valid URL");
+                    settings.client =
+                        crate::redis_limiter::client(&proxy.url(0)).expect("a valid URL");
                     let prefix = settings.prefix.clone();
                     let limiter = (self.tested().build)(rule, settings)
                         .unwrap_or_else(|e| panic!("new({rule:?}) returned Err({e:?})"));
