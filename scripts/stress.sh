@@ -15,7 +15,7 @@
 #   --runs N      stop after N runs (default: no limit but the time)
 #   --jobs J      runs at once (default 2)
 #   --load L      busy loops beside them, to shift every timing (default 1)
-#   --threads T   test threads in each run (default: libtest's, one a core)
+#   --threads T   test threads in each run (default: the test binary's, one a core)
 #   --cores       let a crashed run dump core (where the kernel's
 #                 core_pattern puts it), for gdb
 #
@@ -130,23 +130,21 @@ run_one() {
     [ -n "$threads" ] && args+=(--test-threads "$threads")
     set +e
     [ "$cores" = 1 ] && ulimit -c unlimited
-    KATA_SUBJECT="$subject" INSTA_UPDATE=no RUST_BACKTRACE=0 \
+    KATA_SUBJECT="$subject" INSTA_UPDATE=no RUST_BACKTRACE=0 KATA_RESULTS="$log/$id.jsonl" \
         timeout --kill-after=10 900 "${binary[lesson_$n]}" "${args[@]}" \
         >"$log/$id.out" 2>&1 </dev/null
     echo $? >"$log/$id.rc.new"
     mv "$log/$id.rc.new" "$log/$id.rc"
 }
 
-# The tests a crashed run had started and not finished: libtest starts them
-# in the order of its list, so they are the first unfinished ones.
+# The tests a crashed run had started and not finished: the binary writes
+# a line to KATA_RESULTS when each starts and when each ends.
 unfinished() {
-    local n="$1" file="$2" t ignored
-    ignored="$("${binary[lesson_$n]}" --list --ignored 2>/dev/null | sed -n 's/: test$//p')"
-    while read -r t; do
-        grep -qxF "$t" <<<"$ignored" && continue
-        grep -q "^test $t \.\.\. " "$file" || echo "$t"
-    done < <("${binary[lesson_$n]}" --list 2>/dev/null | sed -n 's/: test$//p') |
-        head -n "${threads:-$(nproc)}"
+    local results="$1" t
+    sed -n 's/^{"event":"started","name":"\([^"]*\)"}$/\1/p' "$results" |
+        while read -r t; do
+            grep -q "\"name\":\"$t\"" <(grep -v '"event":"started"' "$results") || echo "$t"
+        done
 }
 
 started="$(date +%s)"
@@ -175,9 +173,9 @@ report() {
         local keep="$out/lesson_$n-${subject//:/-}-$id.log"
         cp "$log/$id.out" "$keep"
         echo "CRASH lesson_$n $subject: signal $((rc - 128)) (SIG$(kill -l $((rc - 128)) 2>/dev/null || echo '?'))," \
-            "running: $(unfinished "$n" "$log/$id.out" | paste -sd, -); output in $keep"
+            "running: $(unfinished "$log/$id.jsonl" | paste -sd, -); output in $keep"
     fi
-    rm -f "$log/$id.out" "$log/$id.rc"
+    rm -f "$log/$id.out" "$log/$id.rc" "$log/$id.jsonl"
 }
 
 limit="${minutes} min"

@@ -131,7 +131,7 @@ impl<V> Implementations<V> {
 
 impl<V: Copy> Implementations<V> {
     /// The subject `KATA_SUBJECT` names. An invalid one is said once, past
-    /// libtest's capture, and stops the test binary. Sets the kata's root
+    /// the checks' capture, and stops the test binary. Sets the kata's root
     /// for file names.
     pub fn subject_from_env(&self, root: &'static str) -> Subject {
         let names = |list: &[(&'static str, V)]| list.iter().map(|(n, _)| *n).collect::<Vec<_>>();

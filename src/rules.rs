@@ -17,7 +17,6 @@ pub enum RuleKind {
 }
 
 impl RuleKind {
-    /// As failures and drawings name it.
     /// The module its checks sit in, in a kind that runs them per rule
     /// (`gcra::config::every_pair_of_faults`).
     pub fn module(self) -> &'static str {
@@ -29,6 +28,7 @@ impl RuleKind {
         }
     }
 
+    /// As failures and drawings name it.
     pub fn name(self) -> &'static str {
         match self {
             RuleKind::FixedWindow => "fixed window",

@@ -259,10 +259,6 @@ pub const MILESTONE_PAGES: [&str; 4] = [
     "class-view/src/points.rs",
 ];
 
-/// Sentences of [`MILESTONE_PAGES`] whose lessons with milestones (the
-/// two-digit numbers of a sentence saying "cut into milestones") or whose
-/// points for the whole kata (one per milestone, one per lesson without)
-/// are not the catalog's.
 /// Whether the manifest declares the test target `name` with `harness =
 /// false` (a `[[test]]` table naming it, and saying so before the next
 /// table).
@@ -279,6 +275,10 @@ fn runs_its_own_main(manifest: &str, name: &str) -> bool {
     })
 }
 
+/// Sentences of [`MILESTONE_PAGES`] whose lessons with milestones (the
+/// two-digit numbers of a sentence saying "cut into milestones") or whose
+/// points for the whole kata (one per milestone, one per lesson without)
+/// are not the catalog's.
 fn stale_milestone_counts(catalog: &Catalog) -> Vec<String> {
     let cut: Vec<String> = catalog
         .lessons

@@ -97,11 +97,21 @@ impl Results {
         results
     }
 
-    /// A fresh file for one run's results.
+    /// A fresh file for one run's results: named by this process, the run
+    /// and the time, and emptied of what a run stopped before it could
+    /// remove its file left under that name.
     fn file() -> PathBuf {
         static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        std::env::temp_dir().join(format!("kata-results-{}-{n}.jsonl", std::process::id()))
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let file = std::env::temp_dir().join(format!(
+            "kata-results-{}-{n}-{now}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&file);
+        file
     }
 }
 
@@ -317,8 +327,8 @@ pub fn build_tests(
     Ok(by_target)
 }
 
-/// The tests of a test binary that run by default (not ignored), in the
-/// order it starts them (by name).
+/// The tests of a test binary that run by default (not ignored), by name
+/// (it starts them tier by tier, each tier by name).
 pub fn list(exe: &Path) -> Result<Vec<String>, String> {
     let names = |ignored: bool| -> Result<Vec<String>, String> {
         let out = Command::new(exe)
@@ -359,8 +369,9 @@ pub enum Until<'a> {
 }
 
 /// The test threads of a run: at least two, so that the binary writes each
-/// result when the test ends, as one line, as libtest does (the results
-/// themselves are read from `KATA_RESULTS`).
+/// result's line when the test ends, one line per test, as libtest does
+/// with more than one thread (the results themselves are read from
+/// `KATA_RESULTS`).
 pub fn test_threads() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
 }

@@ -28,7 +28,7 @@ use crate::watchdog::{take_panic, time_limit};
 
 /// Set in an app server process's environment.
 const CHILD: &str = "KATA_APP_SERVER";
-/// Starts each line an app server answers with (libtest prints lines too).
+/// Starts each line an app server answers with (the test binary prints lines too).
 const ANSWER: &str = "KATA_APP_ANSWER";
 /// The test an app server process runs (at the test file's root).
 pub const TEST: &str = "app_server";
@@ -64,7 +64,7 @@ impl Process {
         let (tx, lines) = channel();
         crate::trial::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // libtest's "test app_server ... " may start the first line.
+                // The binary's "test app_server ... " may start the first line.
                 if let Some(at) = line.find(ANSWER) {
                     let answer = line[at + ANSWER.len()..].trim_start();
                     if tx.send(answer.to_string()).is_err() {

@@ -84,6 +84,11 @@ impl Args {
             };
             match flag.as_str() {
                 "-h" | "--help" => return Err((USAGE.to_string(), 0)),
+                // What IDEs pass to ask for libtest's unstable options; the
+                // options themselves are refused one by one.
+                "-Z" => {
+                    value("-Z")?;
+                }
                 "--exact" => parsed.exact = true,
                 "--list" => parsed.list = true,
                 "--ignored" => parsed.ignored = true,

@@ -3,10 +3,15 @@
 //! panic hook write to; with `--nocapture` there is none and they write
 //! straight to the process's own output.
 //!
-//! The harness prints through [`print`] and [`eprint`]; a learner's file
-//! is compiled with `print!`, `println!`, `eprint!`, `eprintln!` and `dbg!`
-//! that do the same (see `__on_std!`), so that a learner's debugging
-//! output shows under the check that printed it, as `cargo test` shows it.
+//! The harness prints through [`print`], [`println`] and [`eprint`], and
+//! the threads a check starts take its output ([`spawn`],
+//! [`Output::inherited`], [`Output::adopt`]). What a learner's file or
+//! another crate prints with `println!` goes to the process's output as it
+//! comes: libtest keeps it through a hook only the standard library may
+//! use, and a `println!` of our own in the learner's module is refused by
+//! the compiler (a macro-expanded macro may not shadow the prelude's). The
+//! runner shows only the checks' outputs, so a learner's prints never mix
+//! with what it shows.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -39,13 +44,13 @@ impl Output {
     /// The output of the trial this thread runs for, to hand to a thread it
     /// starts ([`Output::adopt`]).
     pub fn current() -> Option<Output> {
-        CURRENT.with(|c| c.borrow().clone())
+        CURRENT.try_with(|c| c.borrow().clone()).ok().flatten()
     }
 
     /// Makes this thread write where `output` does (a thread a check
     /// starts, so that its panic shows under the check).
     pub fn adopt(output: Option<Output>) {
-        CURRENT.with(|c| *c.borrow_mut() = output);
+        let _ = CURRENT.try_with(|c| *c.borrow_mut() = output);
     }
 
     /// A thread pool's start hook (tokio's `on_thread_start`): its threads
@@ -104,7 +109,10 @@ pub fn eprint(args: fmt::Arguments) {
 /// The name of the trial this thread runs for (`property::keeps_the_limit`),
 /// if it runs for one.
 pub fn name() -> Option<String> {
-    CURRENT.with(|c| c.borrow().as_ref().map(|o| o.name.to_string()))
+    CURRENT
+        .try_with(|c| c.borrow().as_ref().map(|o| o.name.to_string()))
+        .ok()
+        .flatten()
 }
 
 /// Installs, once, the panic hook that writes what Rust's own writes

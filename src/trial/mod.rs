@@ -39,7 +39,7 @@ pub type Named<T> = (&'static str, T);
 /// whether it runs by default, and what it runs.
 pub struct Trial {
     pub name: String,
-    /// The group of the innermost group module it sits in; `None` for a
+    /// The group of the group module it sits in; `None` for a
     /// check outside every group (a baseline's agreement).
     pub group: Option<Group>,
     /// Why it does not run by default, when it does not (`#[ignore]`).

@@ -29,6 +29,11 @@ use super::{Trial, Trials};
 pub fn main(trials: Trials) -> ExitCode {
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
+        // The usage, asked for, on stdout; a refusal on stderr.
+        Err((text, 0)) => {
+            let _ = write!(std::io::stdout(), "{text}");
+            return ExitCode::SUCCESS;
+        }
         Err((text, code)) => {
             let _ = write!(std::io::stderr(), "{text}");
             return ExitCode::from(code);
@@ -124,7 +129,9 @@ fn run(args: &Args, mut trials: Vec<Trial>, results: Option<std::ffi::OsString>)
                 move || {
                     let begun = Instant::now();
                     Output::adopt(Some(output.clone()));
-                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        __rust_begin_short_backtrace(run)
+                    }));
                     Output::adopt(None);
                     let verdict = match result {
                         Ok(()) => Verdict::Passed,
@@ -163,6 +170,16 @@ fn run(args: &Args, mut trials: Vec<Trial>, results: Option<std::ffi::OsString>)
     }
 }
 
+/// Runs a check: its frame marks where a short backtrace ends, as the frame
+/// of this name does in libtest, so that `RUST_BACKTRACE=1` shows the
+/// check's frames and not the runner's.
+#[inline(never)]
+fn __rust_begin_short_backtrace(run: Box<dyn FnOnce() + Send>) {
+    run();
+    // Not a tail call, so that this frame stays on the stack.
+    std::hint::black_box(());
+}
+
 /// Writes the results, as libtest does, and the JSON lines.
 struct Printer {
     format: Format,
@@ -188,12 +205,20 @@ impl Printer {
         results: Option<std::ffi::OsString>,
     ) -> Printer {
         let results = results.and_then(|path| {
-            std::fs::OpenOptions::new()
+            let opened = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
-                .open(path)
-                .ok()
-                .map(Mutex::new)
+                .open(&path);
+            match opened {
+                Ok(file) => Some(Mutex::new(file)),
+                Err(e) => {
+                    eprintln!(
+                        "error: the results cannot be written to {} (KATA_RESULTS): {e}",
+                        path.to_string_lossy()
+                    );
+                    None
+                }
+            }
         });
         Printer {
             format: args.format,
@@ -218,8 +243,10 @@ impl Printer {
 
     fn json(&self, line: serde_json::Value) {
         if let Some(file) = &self.results {
+            // One write per line, so that a reader never sees half of one.
+            let text = format!("{line}\n");
             let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = writeln!(file, "{line}");
+            let _ = file.write_all(text.as_bytes());
         }
     }
 

@@ -83,8 +83,9 @@ fn libtest_s_arguments_are_understood() {
     assert!(a.selects("gcra::loom::new_key") && !a.selects("race::loom"));
     assert!(a.list && a.ignored && a.include_ignored && a.format == Format::Terse);
     assert_eq!(a.threads, Some(1));
-    // What cargo passes, and nothing at all.
+    // What cargo and IDEs pass, and nothing at all.
     assert!(args("--test").filters.is_empty() && args("").selects("anything"));
+    assert!(args("-Z unstable-options").filters.is_empty());
 }
 
 #[test]

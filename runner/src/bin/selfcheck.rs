@@ -153,7 +153,7 @@ fn subjects(lesson: &Lesson) -> Vec<(String, Expect)> {
 }
 
 /// Runs a mistake's quick checks, then, unless one of them caught it, all
-/// the others in one run (in the order of their names, as many at once as there are
+/// the others in one run (tier by tier, as many at once as there are
 /// cores); stops as soon as a check has failed and the output shows every
 /// text of `shows`. The outcome gathers both runs.
 fn until_caught(

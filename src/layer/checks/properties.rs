@@ -344,10 +344,14 @@ fn reported_once_at_once(ctx: Ctx) -> Result<(), String> {
         peer: None,
         ..Call::from(0, "192.0.2.1")
     };
+    let output = crate::trial::Output::current();
     std::thread::scope(|scope| {
         for (i, mut svc) in services.into_iter().enumerate() {
             let (start, state, no_peer) = (&start, &state, &no_peer);
+            let output = output.clone();
             scope.spawn(move || {
+                // A panic here shows under the check, as with libtest.
+                crate::trial::Output::adopt(output);
                 use tower::{Service, ServiceExt};
                 let runtime = tokio::runtime::Builder::new_current_thread()
                     .build()

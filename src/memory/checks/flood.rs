@@ -33,7 +33,7 @@ impl BoundedLesson {
         let test = &crate::trial::name().expect("a check runs as a trial");
         if std::env::var_os(FLOOD_PROBE).is_some() {
             // Every line of the verdict carries the probe's name, for the
-            // parent to find among libtest's.
+            // parent to find among the test binary's.
             let (verdict, text) = match self.flood(kind) {
                 Ok(line) => ("passed", line),
                 Err(e) => ("failed", e),
@@ -45,7 +45,7 @@ impl BoundedLesson {
         }
         let limit = time_limit() * 2;
         let (out, stopped) = run_alone(test, FLOOD_PROBE, limit);
-        // libtest prints the test's name and its output on one line.
+        // The binary prints the test's name and its output on one line.
         let said = |verdict: &str| -> Vec<&str> {
             out.lines()
                 .filter_map(|l| l.split_once(FLOOD_PROBE))
