@@ -1,9 +1,9 @@
 //! What a check prints, kept with its trial as libtest keeps it: each
-//! trial's thread holds its [`Output`], which [`print`], [`eprint`] and the
+//! trial's thread holds its [`Output`], which [`println`], [`eprint`] and the
 //! panic hook write to; with `--nocapture` there is none and they write
 //! straight to the process's own output.
 //!
-//! The harness prints through [`print`], [`println`] and [`eprint`], and
+//! The harness prints through [`println`] and [`eprint`], and
 //! the threads a check starts take its output ([`spawn`],
 //! [`Output::inherited`], [`Output::adopt`]). What a learner's file or
 //! another crate prints with `println!` goes to the process's output as it
@@ -94,11 +94,6 @@ fn write(args: fmt::Arguments, to_stderr: bool) {
         Some(output) => output.write(text.as_bytes(), to_stderr),
         None => write_out(text.as_bytes(), to_stderr),
     }
-}
-
-/// `print!` for a check: kept with the trial's output.
-pub fn print(args: fmt::Arguments) {
-    write(args, false);
 }
 
 /// `eprint!` for a check: kept with the trial's output.

@@ -21,7 +21,7 @@ mod args;
 mod capture;
 mod run;
 
-pub use capture::{eprint, name, print, println, spawn, Output};
+pub use capture::{eprint, name, println, spawn, Output};
 pub use kata_catalog::groups::{self as group, Check, Group, Tier};
 pub use run::main;
 
