@@ -52,6 +52,8 @@
 //!   at most `max_keys` keys, reporting through `metrics`; [`async_redis`],
 //!   the `async-redis-limiter` kind of lesson 10, an async limiter on one
 //!   Redis or a cluster, behind a layer, in three app server processes;
+//!   [`client`], the `http-client` kind of lesson 11, a client's layer that
+//!   meets 429s without making them worse, in front of lesson 07's layer;
 //! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
 //!   its module, so that the runner names no kind (`KINDS` below: a new
 //!   kind is its `pub mod` line and a line there);
@@ -69,6 +71,7 @@
 
 pub mod async_redis;
 pub mod checks;
+pub mod client;
 pub mod decision;
 pub mod drive;
 pub mod files;
@@ -106,13 +109,14 @@ pub mod watchdog;
 /// What the runner asks of the kinds (each a `pub mod` above), by the name
 /// of its module: what `cargo run -- compare` draws ([`kinds::comparison`]).
 type Comparison = fn(Option<&str>) -> Result<String, String>;
-const KINDS: [(&str, Comparison); 6] = [
+const KINDS: [(&str, Comparison); 7] = [
     ("limiter", limiter::comparison),
     ("shared_limiter", shared_limiter::comparison),
     ("http", http::comparison),
     ("redis", redis::comparison),
     ("memory", memory::comparison),
     ("async_redis", async_redis::comparison),
+    ("client", client::comparison),
 ];
 
 pub use checks::Lesson;

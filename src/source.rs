@@ -233,14 +233,48 @@ pub enum Inputs {
     Calls,
     /// A layer (lesson 07): its requests, and time from the clock it was given.
     Clock,
+    /// A client (lesson 11): as a layer, but its wall-clock time is a
+    /// `SystemTime` the clock gives it, so only reading the real clock
+    /// (`SystemTime::now`, `Instant::now`) or sleeping on tokio's is refused.
+    Client,
 }
+
+/// What a client may not use besides what a layer may not, with the
+/// reasons: the names the types share with the real clock are its own.
+const OUTSIDE_A_CLIENT: &[(&str, &str)] = &[
+    (
+        "SystemTime::now",
+        "reads the real clock: the client reads time only from the `Clock` it is given, which \
+         the tests set",
+    ),
+    (
+        "Instant::now",
+        "reads the real clock: the client reads time only from the `Clock` it is given, which \
+         the tests set",
+    ),
+    (
+        "tokio::time",
+        "sleeps on tokio's timer: the client sleeps only through its `Clock` (`sleep_until`), \
+         whose time the tests move",
+    ),
+];
 
 /// [`check_inputs`] for a subject of either kind, with its reasons.
 pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), String> {
     let code = code_only(source);
     for (n, line) in code.lines().enumerate() {
         let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-        let hit = OUTSIDE_INPUTS.iter().find(|(name, _)| {
+        let outside = OUTSIDE_INPUTS
+            .iter()
+            .filter(|(name, _)| {
+                inputs != Inputs::Client || !matches!(*name, "Instant" | "SystemTime")
+            })
+            .chain(if inputs == Inputs::Client {
+                OUTSIDE_A_CLIENT
+            } else {
+                &[]
+            });
+        let hit = outside.into_iter().find(|(name, _)| {
             squeezed.match_indices(name).any(|(i, _)| {
                 // A whole name, not the end of a longer one (`MyInstant`).
                 let before = squeezed[..i].chars().next_back();
@@ -265,6 +299,11 @@ pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), S
                     *why,
                     "A layer's answers may depend only on its configuration, its requests and \
                      its clock.",
+                ),
+                Inputs::Client => (
+                    *why,
+                    "A client's attempts may depend only on its policy, its requests, the \
+                     answers and its clock.",
                 ),
             };
             return Err(format!(

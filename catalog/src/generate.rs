@@ -162,6 +162,19 @@ pub fn generate(catalog: &Catalog, lesson: &Lesson, applied: &Path) -> String {
             &base.type_name,
         );
     }
+    // The lesson whose reference the kind's checks serve its subjects
+    // against (lesson 11's client meets lesson 07's layer).
+    let met = lesson.kind.facts().meets.and_then(|n| catalog.lesson(n));
+    if let Some(met) = met {
+        let path = met.reference_file();
+        subject(
+            "met",
+            &path,
+            &format!("{root}/{path}"),
+            &format!("kata::{}", met.kind.module()),
+            &met.type_name,
+        );
+    }
     let named = |list: &[(String, String, String)]| -> String {
         list.iter()
             .map(|(m, _, _)| format!("({m:?}, {m}::VARIANT), "))
@@ -199,7 +212,7 @@ fn lesson() -> &'static {kind}::Lesson {{
 
 /// The lesson's checks: its kind's, then the test file's examples.
 fn main() -> ::std::process::ExitCode {{
-    let mut trials = {kind}::trials(lesson);
+{meet}    let mut trials = {kind}::trials(lesson);
     examples(&mut trials);
 "#,
         number = lesson.number,
@@ -207,6 +220,14 @@ fn main() -> ::std::process::ExitCode {{
         algorithm = lesson.algorithm,
         mistakes = named(&mistakes),
         alternatives = named(&alternatives),
+        meet = match met {
+            Some(met) => format!(
+                "    // Lesson {n:02}'s reference, which the checks serve the subjects against.\n    \
+                 {kind}::serve::meet(met::VARIANT);\n",
+                n = met.number
+            ),
+            None => String::new(),
+        },
         baseline = match baseline {
             Some(base) => format!("Some(({:?}, baseline::VARIANT))", base.type_name),
             None => "None".to_string(),

@@ -64,6 +64,10 @@ pub enum Kind {
     /// runtime that must keep running while Redis is paused, connections
     /// counted, slots moved and masters killed.
     AsyncRedisLimiter,
+    /// A tower `Layer` in front of an HTTP client: driven by scripts of
+    /// calls and answers in virtual time, in process and against lesson
+    /// 07's reference over a loopback socket; its budget raced under loom.
+    HttpClient,
 }
 
 /// What `cargo run -- serve` serves of a lesson ([`Kind::serves`]).
@@ -113,16 +117,21 @@ pub struct KindFacts {
     /// The type of the kind's module its test binary allocates through
     /// (`#[global_allocator]`), if the checks weigh what a subject holds.
     pub allocator: Option<&'static str>,
+    /// The lesson whose reference its checks serve a subject against, if
+    /// any: the generated code compiles it as that lesson's kind does and
+    /// hands it to the kind's `serve::meet`.
+    pub meets: Option<u32>,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Limiter,
         Kind::SharedLimiter,
         Kind::HttpLayer,
         Kind::RedisLimiter,
         Kind::BoundedLimiter,
         Kind::AsyncRedisLimiter,
+        Kind::HttpClient,
     ];
 
     /// Everything the kata's tools know of the kind, in one place.
@@ -140,6 +149,7 @@ impl Kind {
                 }),
                 concurrent: false,
                 allocator: None,
+                meets: None,
             },
             Kind::SharedLimiter => KindFacts {
                 id: "shared-limiter",
@@ -153,6 +163,7 @@ impl Kind {
                 }),
                 concurrent: true,
                 allocator: None,
+                meets: None,
             },
             Kind::HttpLayer => KindFacts {
                 id: "http-layer",
@@ -163,6 +174,7 @@ impl Kind {
                 measured_as: Some(Measured::Layer),
                 concurrent: false,
                 allocator: None,
+                meets: None,
             },
             // Lesson 08's cost is a round trip to Redis, not measured.
             Kind::RedisLimiter => KindFacts {
@@ -174,6 +186,7 @@ impl Kind {
                 measured_as: None,
                 concurrent: false,
                 allocator: None,
+                meets: None,
             },
             // Built from a rule and bounds: the token bucket, with room for
             // every key the benchmark uses.
@@ -190,6 +203,7 @@ impl Kind {
                 }),
                 concurrent: true,
                 allocator: Some("Counting"),
+                meets: None,
             },
             Kind::AsyncRedisLimiter => KindFacts {
                 id: "async-redis-limiter",
@@ -200,6 +214,19 @@ impl Kind {
                 measured_as: None,
                 concurrent: false,
                 allocator: None,
+                meets: None,
+            },
+            // A client: its checks serve lesson 07's reference on loopback.
+            Kind::HttpClient => KindFacts {
+                id: "http-client",
+                module: "client",
+                needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: false,
+                measured_as: None,
+                concurrent: false,
+                allocator: None,
+                meets: Some(7),
             },
         }
     }

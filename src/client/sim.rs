@@ -1,0 +1,710 @@
+//! Lesson 11's world in process: a script of calls and of what the server
+//! answers, a driver that polls every request's future itself and moves
+//! the [`ManualClock`](super::ManualClock) only when every request waits on
+//! it, and the log of everything that happened, in order, which the model
+//! checks ([`super::model`]) and the drawings show.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, HeaderValue, Method, Request, Response};
+use tower::util::BoxCloneService;
+use tower::ServiceExt;
+
+use super::{
+    ClientError, ClientPolicy, Clock, ManualClock, Timestamp, RATELIMIT, RATELIMIT_POLICY,
+};
+use crate::layer::model::expected;
+use crate::layer::Policy;
+use crate::models::{Algorithm, Model};
+
+/// A client as the checks hold it: the learner's layer over an inner
+/// service, boxed.
+pub type Client = BoxCloneService<Request<Bytes>, Response<Bytes>, ClientError>;
+
+/// The header that tells the server which call a request is (the client
+/// copies it to every attempt, as it copies every header).
+pub const REQUEST_ID: &str = "x-kata-request";
+
+/// One thing that happened, at an instant of the manual clock.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Event {
+    /// The caller asks the client for a request.
+    Call { request: usize, at: Timestamp },
+    /// The client drew a jitter of `value` ns of at most `cap`, while
+    /// request `request` was being polled.
+    Draw {
+        request: Option<usize>,
+        at: Timestamp,
+        cap: Duration,
+        value: u64,
+    },
+    /// An attempt reached the server.
+    Send {
+        request: usize,
+        attempt: u32,
+        at: Timestamp,
+    },
+    /// The server's answer to an attempt.
+    Answer {
+        request: usize,
+        attempt: u32,
+        at: Timestamp,
+        answer: Answer,
+    },
+    /// The caller got its answer from the client.
+    Return {
+        request: usize,
+        at: Timestamp,
+        outcome: Answer,
+    },
+    /// The caller dropped the request's future.
+    Drop { request: usize, at: Timestamp },
+}
+
+/// A response's status and headers, or a failure with its message.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Answer {
+    Status(u16, Vec<(String, String)>),
+    Failed(String),
+}
+
+impl Answer {
+    pub fn of(result: &Result<Response<Bytes>, ClientError>) -> Answer {
+        match result {
+            Ok(r) => Answer::Status(
+                r.status().as_u16(),
+                r.headers()
+                    .iter()
+                    .filter(|(n, _)| n.as_str() != "content-length" && n.as_str() != "date")
+                    .map(|(n, v)| (n.to_string(), String::from_utf8_lossy(v.as_bytes()).into()))
+                    .collect(),
+            ),
+            Err(e) => Answer::Failed(e.0.clone()),
+        }
+    }
+
+    /// The headers, as a map.
+    pub fn headers(&self) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        if let Answer::Status(_, headers) = self {
+            for (n, v) in headers {
+                if let (Ok(n), Ok(v)) = (
+                    n.parse::<axum::http::HeaderName>(),
+                    HeaderValue::from_str(v),
+                ) {
+                    map.append(n, v);
+                }
+            }
+        }
+        map
+    }
+
+    /// As the drawings show it: `503 retry-after: 2`, `no answer`.
+    pub fn short(&self) -> String {
+        match self {
+            Answer::Status(s, headers) => {
+                let mut out = s.to_string();
+                for (n, v) in headers {
+                    if matches!(n.as_str(), "retry-after" | RATELIMIT | RATELIMIT_POLICY) {
+                        let _ = write!(out, ", {n}: {v}");
+                    }
+                }
+                out
+            }
+            Answer::Failed(m) => format!("no answer ({m})"),
+        }
+    }
+}
+
+thread_local! {
+    static LOG: RefCell<Option<Recorder>> = const { RefCell::new(None) };
+    static CURRENT: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+#[derive(Clone)]
+struct Recorder {
+    events: Arc<Mutex<Vec<Event>>>,
+    clock: ManualClock,
+}
+
+/// Records a jitter draw (called by [`super::Jitter::up_to`]), when a run
+/// is being recorded on this thread.
+pub fn note_draw(cap: Duration, value: u64) {
+    LOG.with(|log| {
+        if let Some(r) = log.borrow().as_ref() {
+            let request = CURRENT.with(Cell::get);
+            let at = r.clock.now();
+            r.push(Event::Draw {
+                request,
+                at,
+                cap,
+                value,
+            });
+        }
+    });
+}
+
+impl Recorder {
+    fn push(&self, e: Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(e);
+    }
+}
+
+/// Records an event of the current run (the server's side).
+pub fn note(event: Event) {
+    LOG.with(|log| {
+        if let Some(r) = log.borrow().as_ref() {
+            r.push(event);
+        }
+    });
+}
+
+/// The request id a request carries.
+pub fn request_id(req: &Request<Bytes>) -> Option<usize> {
+    req.headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+/// A call the caller makes: when, through which client, what, and when it
+/// gives up on it (drops its future), if it does.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Call {
+    pub at: Timestamp,
+    pub client: usize,
+    pub method: Method,
+    /// `a` or `b`: the server's partition (`http://a/`).
+    pub host: char,
+    pub idempotency_key: bool,
+    /// A status the server always answers this request with (a 4xx).
+    pub answer_with: Option<u16>,
+    pub drop_at: Option<Timestamp>,
+}
+
+impl Call {
+    pub fn request(&self, id: usize) -> Request<Bytes> {
+        let mut req = Request::new(Bytes::from_static(b"{}"));
+        *req.method_mut() = self.method.clone();
+        *req.uri_mut() = format!("http://{}/items/{id}", self.host)
+            .parse()
+            .expect("a valid URI");
+        let h = req.headers_mut();
+        h.insert(REQUEST_ID, HeaderValue::from(id));
+        if self.idempotency_key {
+            h.insert(super::IDEMPOTENCY_KEY, HeaderValue::from(1000 + id));
+        }
+        req
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "{} http://{}/{}{}",
+            self.method,
+            self.host,
+            if self.idempotency_key {
+                " with an Idempotency-Key"
+            } else {
+                ""
+            },
+            self.answer_with
+                .map(|s| format!(" (the server answers it {s})"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+/// How a `Retry-After` is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wait {
+    Secs(u64),
+    /// An HTTP-date this many seconds after the answer's second.
+    Date(u64),
+    /// Not a number nor a date.
+    Garbage,
+}
+
+/// What the server answers during a phase.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Reply {
+    /// 429, with a `Retry-After` and a `RateLimit` field of `r=0;t=…`, each
+    /// if given.
+    Limited {
+        retry_after: Option<Wait>,
+        t: Option<u64>,
+    },
+    /// 503 during an outage, with a `Retry-After` if given.
+    Unavailable { retry_after: Option<Wait> },
+    /// Another status (500, 502, 504, 408, 501, …).
+    Status(u16),
+    /// No answer: the connection is refused.
+    NoAnswer,
+}
+
+/// A stretch of time during which the server answers one way.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Phase {
+    pub host: char,
+    pub from: Timestamp,
+    pub until: Timestamp,
+    pub reply: Reply,
+}
+
+/// A whole scenario: the clients' policy, the calls, and the server.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Script {
+    pub policy: ClientPolicy,
+    pub clients: usize,
+    pub calls: Vec<Call>,
+    pub phases: Vec<Phase>,
+    /// A limit the server keeps per host outside the phases, as lesson
+    /// 07's layer with a token bucket: `(quota, window in seconds)`.
+    pub limit: Option<(u64, u64)>,
+}
+
+/// The server the properties talk to: answers at once, by the instant and
+/// the host, and keeps its limit.
+#[derive(Clone)]
+pub struct SimServer {
+    script: Arc<Script>,
+    clock: ManualClock,
+    state: Arc<Mutex<ServerState>>,
+}
+
+#[derive(Default)]
+struct ServerState {
+    attempts: BTreeMap<usize, u32>,
+    limits: BTreeMap<char, Model>,
+}
+
+impl SimServer {
+    pub fn new(script: Arc<Script>, clock: ManualClock) -> SimServer {
+        SimServer {
+            script,
+            clock,
+            state: Arc::default(),
+        }
+    }
+
+    fn answer(&self, req: &Request<Bytes>) -> (usize, u32, Answer) {
+        let at = self.clock.now();
+        let id = request_id(req).unwrap_or(usize::MAX);
+        let host = req
+            .uri()
+            .host()
+            .and_then(|h| h.chars().next())
+            .unwrap_or('?');
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let attempt = {
+            let n = state.attempts.entry(id).or_default();
+            *n += 1;
+            *n
+        };
+        let call = self.script.calls.get(id);
+        let wall_secs = super::WALL_ORIGIN_SECS + at.as_nanos() / 1_000_000_000;
+        let header_of = |w: Wait| match w {
+            Wait::Secs(s) => s.to_string(),
+            Wait::Date(s) => httpdate::fmt_http_date(
+                std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(wall_secs + s),
+            ),
+            Wait::Garbage => "soon".to_string(),
+        };
+        let h = |pairs: &[(&str, String)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), v.clone()))
+                .collect()
+        };
+        if let Some(status) = call.and_then(|c| c.answer_with) {
+            return (id, attempt, Answer::Status(status, vec![]));
+        }
+        let phase = self
+            .script
+            .phases
+            .iter()
+            .find(|p| p.host == host && p.from <= at && at < p.until);
+        let answer = match phase.map(|p| p.reply) {
+            Some(Reply::Limited { retry_after, t }) => {
+                let mut headers = vec![];
+                if let Some(w) = retry_after {
+                    headers.push(("retry-after", header_of(w)));
+                }
+                if let Some(t) = t {
+                    headers.push((RATELIMIT, format!("\"api\";r=0;t={t}")));
+                }
+                Answer::Status(429, h(&headers))
+            }
+            Some(Reply::Unavailable { retry_after }) => Answer::Status(
+                503,
+                h(&retry_after
+                    .map(|w| vec![("retry-after", header_of(w))])
+                    .unwrap_or_default()),
+            ),
+            Some(Reply::Status(s)) => Answer::Status(s, vec![]),
+            Some(Reply::NoAnswer) => Answer::Failed("connection refused".into()),
+            None => match self.script.limit {
+                None => Answer::Status(200, vec![]),
+                Some((quota, window)) => {
+                    let policy = Policy::new("api", quota, Duration::from_secs(window));
+                    let model = state.limits.entry(host).or_insert_with(|| {
+                        Algorithm::TokenBucket.model(crate::layer::drive::limiter_config(
+                            &policy,
+                            Algorithm::TokenBucket,
+                        ))
+                    });
+                    let e = expected(&policy, &model.decide("client", at.as_nanos()));
+                    let mut headers = vec![
+                        (RATELIMIT, e.ratelimit),
+                        (RATELIMIT_POLICY, e.ratelimit_policy),
+                    ];
+                    if let Some(r) = e.retry_after {
+                        headers.insert(0, ("retry-after", r));
+                    }
+                    Answer::Status(e.status, h(&headers))
+                }
+            },
+        };
+        (id, attempt, answer)
+    }
+}
+
+impl tower::Service<Request<Bytes>> for SimServer {
+    type Response = Response<Bytes>;
+    type Error = ClientError;
+    type Future = std::future::Ready<Result<Response<Bytes>, ClientError>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Bytes>) -> Self::Future {
+        let at = self.clock.now();
+        let (request, attempt, answer) = self.answer(&req);
+        note(Event::Send {
+            request,
+            attempt,
+            at,
+        });
+        note(Event::Answer {
+            request,
+            attempt,
+            at,
+            answer: answer.clone(),
+        });
+        std::future::ready(match answer {
+            Answer::Status(status, headers) => {
+                let mut response = Response::new(Bytes::from_static(b"answer"));
+                *response.status_mut() =
+                    axum::http::StatusCode::from_u16(status).expect("a valid status");
+                *response.headers_mut() = Answer::Status(status, headers.clone()).headers();
+                Ok(response)
+            }
+            Answer::Failed(m) => Err(ClientError(m)),
+        })
+    }
+}
+
+/// How far past its last call a run may go before the driver calls it
+/// stuck.
+pub const HORIZON: Duration = Duration::from_secs(3600);
+
+/// The most times the driver polls or moves the clock in one run.
+const MOST_STEPS: usize = 200_000;
+
+/// What a run left: every event, and why it ended early, if it did.
+#[derive(Clone, Debug, Default)]
+pub struct Log {
+    pub events: Vec<Event>,
+    pub stuck: Option<String>,
+}
+
+type Pending = Pin<Box<dyn Future<Output = Result<Response<Bytes>, ClientError>> + Send>>;
+
+struct Flag {
+    woken: AtomicBool,
+    outer: Arc<Mutex<Option<Waker>>>,
+}
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        if let Some(w) = self
+            .outer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+        {
+            w.wake_by_ref();
+        }
+    }
+}
+
+struct Slot {
+    request: usize,
+    future: Option<Pending>,
+    flag: Arc<Flag>,
+    drop_at: Option<Timestamp>,
+}
+
+/// Makes `calls` through `clients` (each call through a fresh clone of its
+/// client, as a server's handlers would), polls every request itself, and
+/// moves `clock` to the next instant something waits for only when no
+/// request can go on and nothing is in flight (`in_flight`, counted by an
+/// inner service over a real socket). Records every event.
+pub async fn drive(
+    clients: Vec<Client>,
+    calls: Vec<Call>,
+    clock: ManualClock,
+    in_flight: Arc<AtomicUsize>,
+) -> Log {
+    let events = Arc::new(Mutex::new(vec![]));
+    let recorder = Recorder {
+        events: events.clone(),
+        clock: clock.clone(),
+    };
+    let last = calls.iter().map(|c| c.at).max().unwrap_or(Timestamp::ZERO);
+    let horizon = last + HORIZON;
+    let outer: Arc<Mutex<Option<Waker>>> = Arc::default();
+    let mut slots: Vec<Slot> = vec![];
+    let mut next_call = 0;
+    let mut steps = 0;
+    let stuck = std::future::poll_fn(|cx| {
+        LOG.with(|l| *l.borrow_mut() = Some(recorder.clone()));
+        let outcome = loop {
+            steps += 1;
+            if steps > MOST_STEPS {
+                break Some(format!(
+                    "the run took more than {MOST_STEPS} steps (a request that never ends?)"
+                ));
+            }
+            let now = clock.now();
+            let mut progressed = false;
+            while let Some(call) = calls.get(next_call).filter(|c| c.at <= now) {
+                let request = next_call;
+                next_call += 1;
+                recorder.push(Event::Call { request, at: now });
+                let client = clients[call.client].clone();
+                let flag = Arc::new(Flag {
+                    woken: AtomicBool::new(true),
+                    outer: outer.clone(),
+                });
+                slots.push(Slot {
+                    request,
+                    future: Some(Box::pin(client.oneshot(call.request(request)))),
+                    flag,
+                    drop_at: call.drop_at,
+                });
+                poll_slot(slots.last_mut().expect("just pushed"), &recorder, &clock);
+                progressed = true;
+            }
+            for slot in &mut slots {
+                if slot.future.is_some() && slot.drop_at.is_some_and(|d| d <= now) {
+                    recorder.push(Event::Drop {
+                        request: slot.request,
+                        at: now,
+                    });
+                    CURRENT.with(|c| c.set(Some(slot.request)));
+                    slot.future = None;
+                    CURRENT.with(|c| c.set(None));
+                    progressed = true;
+                }
+            }
+            for slot in &mut slots {
+                if slot.future.is_some() && slot.flag.woken.swap(false, Ordering::SeqCst) {
+                    poll_slot(slot, &recorder, &clock);
+                    progressed = true;
+                }
+            }
+            if progressed {
+                continue;
+            }
+            if in_flight.load(Ordering::SeqCst) > 0 {
+                *outer.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
+                if slots.iter().any(|s| s.flag.woken.load(Ordering::SeqCst)) {
+                    continue;
+                }
+                LOG.with(|l| *l.borrow_mut() = None);
+                return Poll::Pending;
+            }
+            let waiting: Vec<usize> = slots
+                .iter()
+                .filter(|s| s.future.is_some())
+                .map(|s| s.request)
+                .collect();
+            let next = [
+                calls.get(next_call).map(|c| c.at),
+                slots
+                    .iter()
+                    .filter(|s| s.future.is_some())
+                    .filter_map(|s| s.drop_at)
+                    .min(),
+                clock.next_wake(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            match next {
+                None if waiting.is_empty() => break None,
+                None => {
+                    break Some(format!(
+                        "{} never ended: nothing is in flight and no sleep of the clock is \
+                         pending, so it waits for something that never comes (a sleep that \
+                         is not the clock's, or a future that is never woken)",
+                        requests(&waiting)
+                    ))
+                }
+                Some(at) if at > horizon => {
+                    break Some(format!(
+                        "{} still waited {} s after the last call, for a sleep until {at} \
+                         that no answer of the script asks for",
+                        requests(&waiting),
+                        HORIZON.as_secs()
+                    ))
+                }
+                Some(at) => clock.advance_to(at),
+            }
+        };
+        LOG.with(|l| *l.borrow_mut() = None);
+        Poll::Ready(outcome)
+    })
+    .await;
+    let events = std::mem::take(&mut *events.lock().unwrap_or_else(|p| p.into_inner()));
+    Log { events, stuck }
+}
+
+fn requests(ids: &[usize]) -> String {
+    let names: Vec<String> = ids.iter().map(|i| format!("#{i}")).collect();
+    match names.len() {
+        1 => format!("request {}", names[0]),
+        _ => format!("requests {}", names.join(", ")),
+    }
+}
+
+fn poll_slot(slot: &mut Slot, recorder: &Recorder, clock: &ManualClock) {
+    let Some(future) = slot.future.as_mut() else {
+        return;
+    };
+    let waker = Waker::from(slot.flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    CURRENT.with(|c| c.set(Some(slot.request)));
+    let polled = future.as_mut().poll(&mut cx);
+    CURRENT.with(|c| c.set(None));
+    if let Poll::Ready(result) = polled {
+        recorder.push(Event::Return {
+            request: slot.request,
+            at: clock.now(),
+            outcome: Answer::of(&result),
+        });
+        slot.future = None;
+    }
+}
+
+/// Runs a script in process: one client per `script.clients`, each built
+/// by `build` over the sim server (client `i` with the policy's seed plus
+/// `i`), on a tokio runtime of one thread
+/// without timers (a client sleeps only through its clock).
+pub fn run_in_process(
+    script: &Script,
+    build: impl Fn(ClientPolicy, ManualClock, Client) -> Result<Client, String>,
+) -> Result<Log, String> {
+    let clock = ManualClock::new(Timestamp::ZERO);
+    let server = SimServer::new(Arc::new(script.clone()), clock.clone());
+    let mut clients = vec![];
+    for i in 0..script.clients.max(1) {
+        let policy = ClientPolicy {
+            seed: script.policy.seed.wrapping_add(i as u64),
+            ..script.policy
+        };
+        clients.push(build(
+            policy,
+            clock.clone(),
+            BoxCloneService::new(server.clone()),
+        )?);
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))?;
+    Ok(runtime.block_on(drive(clients, script.calls.clone(), clock, Arc::default())))
+}
+
+/// The log drawn as a table, one line per event; `mark` points at one.
+pub fn draw(events: &[Event], calls: &[Call], mark: Option<usize>) -> String {
+    let mut out = String::new();
+    let secs = |t: Timestamp| {
+        let n = t.as_nanos();
+        if n.is_multiple_of(1_000_000) {
+            format!("{}.{:03} s", n / 1_000_000_000, n / 1_000_000 % 1000)
+        } else {
+            format!("{}.{:09} s", n / 1_000_000_000, n % 1_000_000_000)
+        }
+    };
+    for (i, e) in events.iter().enumerate() {
+        let pointer = if mark == Some(i) { "→ " } else { "  " };
+        let (at, who, what) = match e {
+            Event::Call { request, at } => (
+                *at,
+                Some(*request),
+                format!(
+                    "called: {}",
+                    calls.get(*request).map(Call::describe).unwrap_or_default()
+                ),
+            ),
+            Event::Draw {
+                request,
+                at,
+                cap,
+                value,
+            } => (
+                *at,
+                *request,
+                format!(
+                    "draws a jitter of {} (at most {})",
+                    secs(Timestamp::from_nanos(*value)),
+                    secs(Timestamp::from_nanos(
+                        u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX)
+                    ))
+                ),
+            ),
+            Event::Send {
+                request,
+                attempt,
+                at,
+            } => (*at, Some(*request), format!("attempt {attempt} sent")),
+            Event::Answer {
+                request,
+                attempt,
+                at,
+                answer,
+            } => (
+                *at,
+                Some(*request),
+                format!("attempt {attempt} answered {}", answer.short()),
+            ),
+            Event::Return {
+                request,
+                at,
+                outcome,
+            } => (*at, Some(*request), format!("returns {}", outcome.short())),
+            Event::Drop { request, at } => (*at, Some(*request), "dropped by the caller".into()),
+        };
+        let who = who.map(|r| format!("#{r}")).unwrap_or_else(|| "?".into());
+        let _ = writeln!(out, "{pointer}{:>15}  {who:<4} {what}", secs(at));
+    }
+    out
+}
