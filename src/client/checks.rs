@@ -77,7 +77,7 @@ impl Kind for ClientLesson {
 
 /// The named scripts: drawn, compared with their snapshots, and shown by
 /// `cargo run -- compare 11 NAME`.
-pub const SNAPSHOTS: [Named<fn() -> Script>; 5] = [
+pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
     ("first_look", || {
         script(
             vec![get(0)],
@@ -126,6 +126,19 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 5] = [
             Some((1, 2)),
         );
         s.calls[1].drop_at = Some(Timestamp::from_millis(500));
+        s
+    }),
+    ("cancel_gives_back_the_budget", || {
+        let mut s = script(
+            vec![get(0), get(20)],
+            vec![phase(0, 3_000, Reply::Unavailable { retry_after: None })],
+            None,
+        );
+        s.policy.base = Duration::from_secs(1);
+        s.policy.cap = Duration::from_secs(4);
+        s.policy.budget.min_per_sec = 0;
+        s.policy.budget.retry_percent = 100;
+        s.calls[0].drop_at = Some(Timestamp::from_millis(10));
         s
     }),
 ];

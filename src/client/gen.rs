@@ -29,18 +29,21 @@ pub enum Family {
 
 fn policy(family: Family) -> impl Strategy<Value = ClientPolicy> {
     let attempts = match family {
-        Family::Budget => 3..=5u32,
+        Family::Budget | Family::Cancel => 3..=5u32,
         _ => 1..=5u32,
     };
-    let min = match family {
-        Family::Budget => 0..=1u32,
-        _ => 0..=3u32,
+    // Budgets that run out: without them a retry given back changes
+    // nothing a later request can see.
+    let (min, ttl) = match family {
+        Family::Budget => (0..=1u32, 1..=10u64),
+        Family::Cancel => (0..=1, 5..=10),
+        _ => (0..=3, 1..=10),
     };
     (
         attempts,
         prop_oneof![Just(10u64), Just(100), Just(250), Just(1000)],
         prop_oneof![Just(1u64), Just(2), Just(4), Just(30)],
-        1..=10u64,
+        ttl,
         min,
         prop_oneof![
             Just(0u32),
@@ -96,6 +99,13 @@ fn reply(family: Family) -> BoxedStrategy<Reply> {
     ];
     match family {
         Family::Waits => waits.boxed(),
+        // Long waits, so that callers give up during them.
+        Family::Cancel => prop_oneof![
+            proptest::option::of((0..=3u64).prop_map(Wait::Secs))
+                .prop_map(|retry_after| Reply::Unavailable { retry_after }),
+            Just(Reply::NoAnswer),
+        ]
+        .boxed(),
         Family::Budget => prop_oneof![
             Just(Reply::Unavailable { retry_after: None }),
             Just(Reply::NoAnswer),
@@ -144,6 +154,7 @@ fn method() -> impl Strategy<Value = (Method, bool)> {
 fn calls(family: Family, clients: usize) -> BoxedStrategy<Vec<Call>> {
     let (count, gap) = match family {
         Family::Pace => (4..=16usize, 0..400u64),
+        Family::Cancel => (3..=12, 0..800),
         Family::Budget => (6..=24, 0..600),
         _ => (1..=8, 0..2_500),
     };
@@ -156,7 +167,7 @@ fn calls(family: Family, clients: usize) -> BoxedStrategy<Vec<Call>> {
         prop_oneof![3 => Just('a'), 1 => Just('b')],
         prop_oneof![9 => Just(None), 1 => prop_oneof![Just(400u16), Just(404), Just(409)].prop_map(Some)],
         if cancel {
-            proptest::option::weighted(0.4, (1..6_000u64, 1..1000u64)).boxed()
+            proptest::option::weighted(0.5, (1..2_000u64, 1..1000u64)).boxed()
         } else {
             Just(None).boxed()
         },
