@@ -2,64 +2,22 @@
 //! ([`ClientVariant`]), and each check as a method of [`ClientLesson`].
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Method, Request, Response};
 use proptest::prelude::*;
 
+use super::drive::{BoxedBudget, ClientVariant};
 use super::gen::{self, get, phase, script, Family};
 use super::model::{self, check, BudgetModel};
-use super::sim::{self, run_in_process, Client, Reply, Script, Wait};
+use super::script::{Reply, Script, Wait};
+use super::sim::{self, run_in_process, Client};
 use super::{BudgetPolicy, ClientError, ClientPolicy, ManualClock, PolicyError, Timestamp};
-use crate::kind::{Compiled, Facts, Kind, Subjects};
+use crate::kind::{Facts, Kind, Subjects};
 use crate::subject::Subject;
 use crate::trial::Named;
 use crate::watchdog::{time_limit, watched, Stop};
-
-/// What the checks ask of a budget, over std or over loom.
-pub trait Budget: Send + Sync {
-    fn deposit(&self, now: Timestamp);
-    fn withdraw(&self, now: Timestamp) -> bool;
-    fn give_back(&self, taken_at: Timestamp, now: Timestamp);
-}
-
-/// A budget as the checks hold it.
-pub type BoxedBudget = Box<dyn Budget>;
-
-/// One compiled lesson 11 file, as `variant!` wraps it.
-#[derive(Clone, Copy)]
-pub struct ClientVariant {
-    pub file: &'static str,
-    pub source: &'static str,
-    /// The file's `server_wait`.
-    pub server_wait: fn(&HeaderMap, SystemTime) -> Option<Duration>,
-    /// Its `RetryLayer` over the checks' clock, around `inner`.
-    pub build: fn(ClientPolicy, ManualClock, Client) -> Result<Client, PolicyError>,
-    /// Its `RetryBudget`, over std and over loom.
-    pub budget: fn(BudgetPolicy) -> Result<BoxedBudget, PolicyError>,
-    pub budget_loom: fn(BudgetPolicy) -> Result<BoxedBudget, PolicyError>,
-}
-
-impl Compiled for ClientVariant {
-    fn file(&self) -> &'static str {
-        self.file
-    }
-}
-
-/// The layer `layer` around `inner`, boxed as the checks hold a client
-/// (what `variant!` builds a subject's client with).
-pub fn layered<L>(layer: &L, inner: Client) -> Client
-where
-    L: tower::Layer<Client>,
-    L::Service: tower::Service<Request<Bytes>, Response = Response<Bytes>, Error = ClientError>
-        + Clone
-        + Send
-        + 'static,
-    <L::Service as tower::Service<Request<Bytes>>>::Future: Send + 'static,
-{
-    Client::new(layer.layer(inner))
-}
 
 /// Lesson 11: what the catalog says of it, and its subjects.
 pub struct ClientLesson {

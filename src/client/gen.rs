@@ -7,7 +7,7 @@ use std::time::Duration;
 use axum::http::Method;
 use proptest::prelude::*;
 
-use super::sim::{Call, Phase, Reply, Script, Wait};
+use super::script::{Call, Phase, Reply, Script, Wait};
 use super::{BudgetPolicy, ClientPolicy, Timestamp};
 
 /// What a family of scripts exercises.

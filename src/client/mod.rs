@@ -40,8 +40,10 @@ pub use crate::time::Timestamp;
 pub use httpdate;
 
 pub mod checks;
+pub mod drive;
 pub mod gen;
 pub mod model;
+pub mod script;
 pub mod serve;
 pub mod sim;
 pub mod suite;

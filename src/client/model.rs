@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, Method};
 
-use super::sim::{draw, Answer, Event, Log, Script};
+use super::script::Script;
+use super::sim::{draw, Answer, Event, Log};
 use super::{
     parse_list, BudgetPolicy, ClientPolicy, Jitter, Timestamp, RATELIMIT, RATELIMIT_POLICY,
 };

@@ -16,10 +16,11 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client as Hyper};
 use hyper_util::rt::TokioExecutor;
 
-use super::checks::ClientVariant;
+use super::drive::ClientVariant;
 use super::gen::{get, POLICY};
 use super::model::check;
-use super::sim::{drive, request_id, Answer, Event, Log, Script};
+use super::script::Script;
+use super::sim::{drive, request_id, Answer, Event, Log};
 use super::{ClientError, ClientPolicy, ManualClock, Timestamp};
 use crate::layer::drive::{HttpVariant, TestLimiter};
 use crate::layer::{Clock as _, KeyRule, Policy};

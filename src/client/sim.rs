@@ -15,10 +15,11 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::{HeaderMap, HeaderValue, Method, Request, Response};
+use axum::http::{HeaderMap, HeaderValue, Request, Response};
 use tower::util::BoxCloneService;
 use tower::ServiceExt;
 
+use super::script::{Call, Reply, Script, Wait, REQUEST_ID};
 use super::{
     ClientError, ClientPolicy, Clock, ManualClock, Timestamp, RATELIMIT, RATELIMIT_POLICY,
 };
@@ -29,10 +30,6 @@ use crate::models::{Algorithm, Model};
 /// A client as the checks hold it: the learner's layer over an inner
 /// service, boxed.
 pub type Client = BoxCloneService<Request<Bytes>, Response<Bytes>, ClientError>;
-
-/// The header that tells the server which call a request is (the client
-/// copies it to every attempt, as it copies every header).
-pub const REQUEST_ID: &str = "x-kata-request";
 
 /// One thing that happened, at an instant of the manual clock.
 #[derive(Clone, PartialEq, Eq, Debug)]
@@ -177,101 +174,6 @@ pub fn request_id(req: &Request<Bytes>) -> Option<usize> {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
-}
-
-/// A call the caller makes: when, through which client, what, and when it
-/// gives up on it (drops its future), if it does.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Call {
-    pub at: Timestamp,
-    pub client: usize,
-    pub method: Method,
-    /// `a` or `b`: the server's partition (`http://a/`).
-    pub host: char,
-    pub idempotency_key: bool,
-    /// A status the server always answers this request with (a 4xx).
-    pub answer_with: Option<u16>,
-    pub drop_at: Option<Timestamp>,
-}
-
-impl Call {
-    pub fn request(&self, id: usize) -> Request<Bytes> {
-        let mut req = Request::new(Bytes::from_static(b"{}"));
-        *req.method_mut() = self.method.clone();
-        *req.uri_mut() = format!("http://{}/items/{id}", self.host)
-            .parse()
-            .expect("a valid URI");
-        let h = req.headers_mut();
-        h.insert(REQUEST_ID, HeaderValue::from(id));
-        if self.idempotency_key {
-            h.insert(super::IDEMPOTENCY_KEY, HeaderValue::from(1000 + id));
-        }
-        req
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "{} http://{}/{}{}",
-            self.method,
-            self.host,
-            if self.idempotency_key {
-                " with an Idempotency-Key"
-            } else {
-                ""
-            },
-            self.answer_with
-                .map(|s| format!(" (the server answers it {s})"))
-                .unwrap_or_default()
-        )
-    }
-}
-
-/// How a `Retry-After` is written.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Wait {
-    Secs(u64),
-    /// An HTTP-date this many seconds after the answer's second.
-    Date(u64),
-    /// Not a number nor a date.
-    Garbage,
-}
-
-/// What the server answers during a phase.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Reply {
-    /// 429, with a `Retry-After` and a `RateLimit` field of `r=0;t=…`, each
-    /// if given.
-    Limited {
-        retry_after: Option<Wait>,
-        t: Option<u64>,
-    },
-    /// 503 during an outage, with a `Retry-After` if given.
-    Unavailable { retry_after: Option<Wait> },
-    /// Another status (500, 502, 504, 408, 501, …).
-    Status(u16),
-    /// No answer: the connection is refused.
-    NoAnswer,
-}
-
-/// A stretch of time during which the server answers one way.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub struct Phase {
-    pub host: char,
-    pub from: Timestamp,
-    pub until: Timestamp,
-    pub reply: Reply,
-}
-
-/// A whole scenario: the clients' policy, the calls, and the server.
-#[derive(Clone, PartialEq, Eq, Debug)]
-pub struct Script {
-    pub policy: ClientPolicy,
-    pub clients: usize,
-    pub calls: Vec<Call>,
-    pub phases: Vec<Phase>,
-    /// A limit the server keeps per host outside the phases, as lesson
-    /// 07's layer with a token bucket: `(quota, window in seconds)`.
-    pub limit: Option<(u64, u64)>,
 }
 
 /// The server the properties talk to: answers at once, by the instant and

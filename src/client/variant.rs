@@ -13,14 +13,14 @@ macro_rules! __client_variant {
             $crate::__client_variant!(@budget Std, on_std::imp::RetryBudget);
             $crate::__client_variant!(@budget Loom, on_loom::imp::RetryBudget);
 
-            pub const VARIANT: $crate::client::checks::ClientVariant =
-                $crate::client::checks::ClientVariant {
+            pub const VARIANT: $crate::client::drive::ClientVariant =
+                $crate::client::drive::ClientVariant {
                     file: $path,
                     source: include_str!($file),
                     server_wait: on_std::imp::server_wait,
                     build: |policy, clock, inner| {
                         let layer = on_std::imp::$layer::<$crate::client::ManualClock>::new(policy, clock)?;
-                        Ok($crate::client::checks::layered(&layer, inner))
+                        Ok($crate::client::drive::layered(&layer, inner))
                     },
                     budget: |p| on_std::imp::RetryBudget::new(p).map(|b| Box::new(Std(b)) as _),
                     budget_loom: |p| on_loom::imp::RetryBudget::new(p).map(|b| Box::new(Loom(b)) as _),
@@ -30,7 +30,7 @@ macro_rules! __client_variant {
     (@budget $name:ident, $ty:ty) => {
         struct $name($ty);
 
-        impl $crate::client::checks::Budget for $name {
+        impl $crate::client::drive::Budget for $name {
             fn deposit(&self, now: $crate::Timestamp) {
                 self.0.deposit(now)
             }

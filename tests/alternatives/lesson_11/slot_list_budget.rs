@@ -52,7 +52,7 @@ pub struct RetryBudget {
 impl RetryBudget {
     pub fn new(policy: BudgetPolicy) -> Result<RetryBudget, PolicyError> {
         let nanos = policy.ttl.as_nanos();
-        if nanos % 1_000_000_000 != 0 || !(1..=60).contains(&(nanos / 1_000_000_000)) {
+        if !nanos.is_multiple_of(1_000_000_000) || !(1..=60).contains(&(nanos / 1_000_000_000)) {
             return Err(PolicyError::TtlOutOfRange);
         }
         if policy.retry_percent > 1000 {
