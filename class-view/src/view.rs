@@ -32,7 +32,7 @@ fn mark(learner: &Learner, entry: &Entry) -> char {
     }
 }
 
-/// `3/23 points`
+/// `3/27 points`
 fn score(lessons: &[Entry], learner: &Learner) -> String {
     let (reached, of) = kata_runner::points::score(&learner.points(lessons));
     format!("{reached}/{of} points")
