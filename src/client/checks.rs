@@ -466,11 +466,27 @@ pub fn describe_server(s: &Script) -> String {
 pub enum Race {
     /// Room for one retry, two threads withdraw: exactly one may.
     TwoWithdrawOne,
-    /// A deposit and a withdrawal at once: the deposit is never lost.
-    DepositBesideWithdraw,
-    /// A giving back beside a withdrawal: the withdrawal given back counts.
+    /// Two deposits at once: both count (no update is lost).
+    TwoDeposits,
+    /// A withdrawal given back beside another withdrawal: the one retry
+    /// given back passes exactly once.
     GiveBackBesideWithdraw,
 }
+
+/// Runs `one` on a loom thread and `two` on this one, on the same budget.
+fn both(
+    b: &Arc<BoxedBudget>,
+    one: fn(&BoxedBudget) -> bool,
+    two: fn(&BoxedBudget) -> bool,
+) -> (bool, bool) {
+    let other = b.clone();
+    let h = loom::thread::spawn(move || one(&other));
+    let second = two(b);
+    (h.join().unwrap_or(false), second)
+}
+
+/// The instant every race happens at.
+const AT: Timestamp = Timestamp::from_secs(1);
 
 impl Race {
     /// What breaks in one schedule, if anything.
@@ -478,91 +494,76 @@ impl Race {
         self,
         build: fn(BudgetPolicy) -> Result<BoxedBudget, PolicyError>,
     ) -> Option<String> {
-        let at = Timestamp::from_secs(1);
-        let policy = |min_per_sec, retry_percent| BudgetPolicy {
-            ttl: Duration::from_secs(1),
-            min_per_sec,
-            retry_percent,
-        };
-        let make = |p| -> Result<Arc<BoxedBudget>, String> {
+        self.run(build).err()
+    }
+
+    fn run(
+        self,
+        build: fn(BudgetPolicy) -> Result<BoxedBudget, PolicyError>,
+    ) -> Result<(), String> {
+        let make = |min_per_sec, retry_percent| {
+            let p = BudgetPolicy {
+                ttl: Duration::from_secs(1),
+                min_per_sec,
+                retry_percent,
+            };
             build(p)
                 .map(Arc::new)
                 .map_err(|e| format!("RetryBudget::new refused {p:?}: {e:?}"))
         };
-        let both =
-            |b: &Arc<BoxedBudget>, one: fn(&BoxedBudget) -> bool, two: fn(&BoxedBudget) -> bool| {
-                let other = b.clone();
-                let h = loom::thread::spawn(move || one(&other));
-                let second = two(b);
-                (h.join().unwrap_or(false), second)
-            };
+        let passes = |b: &Arc<BoxedBudget>, n: usize| (0..n).filter(|_| b.withdraw(AT)).count();
         match self {
             Race::TwoWithdrawOne => {
-                let b = match make(policy(1, 0)) {
-                    Ok(b) => b,
-                    Err(e) => return Some(e),
-                };
-                let (x, y) = both(
-                    &b,
-                    |b| b.withdraw(Timestamp::from_secs(1)),
-                    |b| b.withdraw(Timestamp::from_secs(1)),
-                );
-                (x == y).then(|| {
-                    format!(
-                    "a budget with room for one retry (min_per_sec 1, ttl 1 s, retry_percent 0) \
-                     answered {x} and {y} to two withdrawals at {at}: exactly one may pass"
-                )
-                })
+                let b = make(1, 0)?;
+                let (x, y) = both(&b, |b| b.withdraw(AT), |b| b.withdraw(AT));
+                if x == y {
+                    return Err(format!(
+                        "a budget with room for one retry (min_per_sec 1, ttl 1 s, retry_percent \
+                         0) answered {x} and {y} to two withdrawals at {AT}: exactly one may pass"
+                    ));
+                }
             }
-            Race::DepositBesideWithdraw => {
-                let b = match make(policy(0, 100)) {
-                    Ok(b) => b,
-                    Err(e) => return Some(e),
+            Race::TwoDeposits => {
+                let b = make(0, 100)?;
+                let deposit = |b: &BoxedBudget| {
+                    b.deposit(AT);
+                    true
                 };
-                let (_, w) = both(
-                    &b,
-                    |b| {
-                        b.deposit(Timestamp::from_secs(1));
-                        true
-                    },
-                    |b| b.withdraw(Timestamp::from_secs(1)),
-                );
-                // With or without the deposit first, one withdrawal after
-                // both must see it (100 % of one request is one retry).
-                let after = b.withdraw(at);
-                (!(w || after)).then(|| {
-                    format!(
-                        "a deposit of one retry (retry_percent 100) beside a withdrawal at {at}: \
-                     neither that withdrawal nor one after both passed, so the deposit was lost"
-                    )
-                })
+                both(&b, deposit, deposit);
+                let n = passes(&b, 3);
+                if n != 2 {
+                    return Err(format!(
+                        "two deposits of one retry each (retry_percent 100, no reserve) made at \
+                         once at {AT}, then three withdrawals: {n} passed, where the two deposits \
+                         pay for exactly two"
+                    ));
+                }
             }
             Race::GiveBackBesideWithdraw => {
-                let b = match make(policy(1, 0)) {
-                    Ok(b) => b,
-                    Err(e) => return Some(e),
-                };
-                if !b.withdraw(at) {
-                    return Some(
+                let b = make(1, 0)?;
+                if !b.withdraw(AT) {
+                    return Err(
                         "a budget with room for one retry refused the first withdrawal".into(),
                     );
                 }
                 let (_, w) = both(
                     &b,
                     |b| {
-                        b.give_back(Timestamp::from_secs(1), Timestamp::from_secs(1));
+                        b.give_back(AT, AT);
                         true
                     },
-                    |b| b.withdraw(Timestamp::from_secs(1)),
+                    |b| b.withdraw(AT),
                 );
-                let after = b.withdraw(at);
-                (!(w || after)).then(|| {
-                    format!(
-                    "a withdrawal given back at {at} beside another withdrawal: neither it nor \
-                     one after both passed, so the giving back was lost"
-                )
-                })
+                let n = usize::from(w) + passes(&b, 2);
+                if n != 1 {
+                    return Err(format!(
+                        "a budget with room for one retry: withdrawn, then given back at {AT} \
+                         beside another withdrawal; that one and two after both passed {n} \
+                         times, where the retry given back pays for exactly one"
+                    ));
+                }
             }
         }
+        Ok(())
     }
 }

@@ -453,7 +453,12 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                     },
                 );
             }
-            (Event::Answer { .. }, _) => {}
+            (Event::Answer { attempt, .. }, state) => {
+                return Err(broken(format!(
+                    "{name}: the server answered attempt {attempt}, which the client did not \
+                     send as the contract does (it was {state:?})"
+                )))
+            }
             (
                 Event::Return { at, outcome, .. },
                 Some(State::Answered {

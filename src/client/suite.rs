@@ -56,7 +56,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
     t.group(group::LOOM, |t| {
         let races: [Named<Race>; 3] = [
             ("two_withdraw_the_last_retry", Race::TwoWithdrawOne),
-            ("a_deposit_beside_a_withdrawal", Race::DepositBesideWithdraw),
+            ("two_deposits_at_once", Race::TwoDeposits),
             (
                 "a_giving_back_beside_a_withdrawal",
                 Race::GiveBackBesideWithdraw,
