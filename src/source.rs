@@ -257,6 +257,21 @@ const OUTSIDE_A_CLIENT: &[(&str, &str)] = &[
         "sleeps on tokio's timer: the client sleeps only through its `Clock` (`sleep_until`), \
          whose time the tests move",
     ),
+    (
+        "tokio::sync",
+        "takes a lock or a channel from tokio: the client's shared state is behind \
+         `super::sync`'s locks, held only between awaits (never across one), which loom can \
+         explore",
+    ),
+    (
+        "tokio::spawn",
+        "starts a task: a request's work happens in the future `call` returns, which its \
+         caller polls and may drop",
+    ),
+    (
+        "yield_now",
+        "yields to tokio's scheduler: a request waits only on its inner service and its clock",
+    ),
 ];
 
 /// [`check_inputs`] for a subject of either kind, with its reasons.

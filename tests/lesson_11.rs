@@ -28,6 +28,26 @@ const EXAMPLES: &[Named<Example>] = &[
         ),
     ),
     (
+        "retry_after_with_spaces_around_it",
+        (
+            &[("retry-after", " 5 ")],
+            Duration::ZERO,
+            Some(Duration::from_secs(5)),
+        ),
+    ),
+    (
+        "a_plus_sign_is_not_a_digit",
+        (&[("retry-after", "+5")], Duration::ZERO, None),
+    ),
+    (
+        "a_number_past_u64_waits_for_ever",
+        (
+            &[("retry-after", "99999999999999999999999")],
+            Duration::ZERO,
+            Some(Duration::from_secs(u64::MAX)),
+        ),
+    ),
+    (
         "retry_after_zero_is_no_wait",
         (
             &[("retry-after", "0")],

@@ -59,7 +59,7 @@ impl RetryBudget {
     /// `TtlOutOfRange` unless `ttl` is whole seconds from 1 to 60, then
     /// `PercentOutOfRange` if `retry_percent` is over 1000.
     pub fn new(policy: BudgetPolicy) -> Result<RetryBudget, PolicyError> {
-        todo!("lesson 11, milestone 3: validate the budget")
+        todo!("lesson 11, milestone 1: validate the budget")
     }
 
     /// A request was made at `now`.
@@ -77,7 +77,7 @@ impl RetryBudget {
     /// dropped at `now`): it counts again, in its own slot, if that slot
     /// still counts.
     pub fn give_back(&self, taken_at: Timestamp, now: Timestamp) {
-        todo!("lesson 11, milestone 4: give a withdrawal back")
+        todo!("lesson 11, milestone 3: give a withdrawal back")
     }
 }
 
@@ -146,7 +146,7 @@ where
     type Future = Pin<Box<dyn Future<Output = Result<Response<Bytes>, ClientError>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
-        todo!("lesson 11, milestone 1: ready when the inner client is")
+        todo!("lesson 11, milestone 2: ready when the inner client is")
     }
 
     /// Waits for the request's server, sends it, and retries it while the

@@ -35,7 +35,7 @@ impl Kind for ClientLesson {
 
 /// The named scripts: drawn, compared with their snapshots, and shown by
 /// `cargo run -- compare 11 NAME`.
-pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
+pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
     ("first_look", || {
         script(
             vec![get(0)],
@@ -45,10 +45,27 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
                 Reply::Limited {
                     retry_after: Some(Wait::Secs(2)),
                     t: Some(2),
+                    also: None,
                 },
             )],
             None,
         )
+    }),
+    // A server that takes half a second: a later answer's shorter wait
+    // never shortens the block an earlier answer set.
+    ("a_later_shorter_wait", || {
+        let limited = |s| Reply::Limited {
+            retry_after: Some(Wait::Secs(s)),
+            t: None,
+            also: None,
+        };
+        let mut s = script(
+            vec![get(0), get(150), get(1_000)],
+            vec![phase(0, 100, limited(5)), phase(100, 2_000, limited(1))],
+            None,
+        );
+        s.latency = Duration::from_millis(500);
+        s
     }),
     ("outage_and_budget", || {
         let mut s = script(
@@ -262,7 +279,7 @@ impl ClientLesson {
                 &format!(
                     "{}\n\nThe script (the smallest found): policy {:?}; server {}; calls \
                      {}",
-                    failed.reason,
+                    failed.reason.replacen("your limiter", "your client", 1),
                     failed.value.policy,
                     describe_server(&failed.value),
                     failed
@@ -348,7 +365,10 @@ impl ClientLesson {
                 Ok(())
             },
         ) {
-            self.fail("RetryBudget", &failed.reason);
+            self.fail(
+                "RetryBudget",
+                &failed.reason.replacen("your limiter", "your budget", 1),
+            );
         }
     }
 
@@ -363,13 +383,23 @@ impl ClientLesson {
         let contract = self.watched("the reference", {
             let s = s.clone();
             move || {
-                Self::run_checked(reference, &s).map(|log| sim::draw(&log.events, &s.calls, None))
+                Self::run_checked(reference, &s)
+                    .map(|log| super::draw::draw(&log.events, &s.calls, None))
             }
         });
         let v = self.tested();
+        let script = format!(
+            "In script {name}: policy {:?}; server {}.\n",
+            s.policy,
+            describe_server(&s)
+        );
         let tested = self.watched(name, {
             let s = s.clone();
-            move || Self::run_checked(v, &s).map(|log| sim::draw(&log.events, &s.calls, None))
+            move || {
+                Self::run_checked(v, &s)
+                    .map(|log| super::draw::draw(&log.events, &s.calls, None))
+                    .map_err(|e| format!("{script}{e}"))
+            }
         });
         crate::snapshot::assert_snapshot(
             (self.facts.root, self.facts.number, name),
@@ -407,7 +437,10 @@ impl ClientLesson {
                         Ok(()) => "keeps the contract".to_string(),
                         Err(b) => b.explain(&s, &log),
                     };
-                    format!("{}\n{verdict}", sim::draw(&log.events, &s.calls, None))
+                    format!(
+                        "{}\n{verdict}",
+                        super::draw::draw(&log.events, &s.calls, None)
+                    )
                 }
                 Ok(Err(e)) => e,
                 Err(stop) => stop.text().to_string(),

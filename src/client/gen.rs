@@ -84,8 +84,16 @@ fn wait() -> impl Strategy<Value = Option<Wait>> {
 
 fn reply(family: Family) -> BoxedStrategy<Reply> {
     let waits = prop_oneof![
-        (wait(), proptest::option::of(0..=4u64))
-            .prop_map(|(retry_after, t)| Reply::Limited { retry_after, t }),
+        (
+            wait(),
+            proptest::option::of(0..=4u64),
+            proptest::option::of(0..=6u64)
+        )
+            .prop_map(|(retry_after, t, also)| Reply::Limited {
+                retry_after,
+                t,
+                also
+            }),
         wait().prop_map(|retry_after| Reply::Unavailable { retry_after }),
     ];
     let others = prop_oneof![
@@ -148,6 +156,8 @@ fn method() -> impl Strategy<Value = (Method, bool)> {
         1 => Just((Method::PUT, false)),
         1 => Just((Method::DELETE, false)),
         1 => Just((Method::HEAD, false)),
+        1 => Just((Method::OPTIONS, false)),
+        1 => Just((Method::TRACE, false)),
         2 => Just((Method::POST, false)),
         1 => Just((Method::PATCH, false)),
         2 => Just((Method::POST, true)),
@@ -221,14 +231,23 @@ pub fn scripts(family: Family) -> BoxedStrategy<Script> {
         }
         _ => Just(None).boxed(),
     };
-    (policy(family), clients, phases(family), limit)
-        .prop_flat_map(move |(policy, clients, phases, limit)| {
+    // Mostly a server that answers at once; sometimes one that takes a
+    // while, so that an answer comes after its attempt and after others.
+    let latency = prop_oneof![
+        2 => Just(0u64),
+        1 => Just(30),
+        1 => Just(250),
+        1 => Just(1_100),
+    ];
+    (policy(family), clients, phases(family), limit, latency)
+        .prop_flat_map(move |(policy, clients, phases, limit, latency)| {
             calls(family, clients).prop_map(move |calls| Script {
                 policy,
                 clients,
                 calls,
                 phases: phases.clone(),
                 limit,
+                latency: Duration::from_millis(latency),
             })
         })
         .boxed()
@@ -280,5 +299,6 @@ pub fn script(calls: Vec<Call>, phases: Vec<Phase>, limit: Option<(u64, u64)>) -
         calls,
         phases,
         limit,
+        latency: Duration::ZERO,
     }
 }

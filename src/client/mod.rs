@@ -40,6 +40,7 @@ pub use crate::time::Timestamp;
 pub use httpdate;
 
 pub mod checks;
+pub mod draw;
 pub mod drive;
 pub mod gen;
 pub mod model;
@@ -400,15 +401,17 @@ impl Item {
 /// `"api";r=0;t=7, "daily";r=10` is two items. A member that is not a
 /// string or token with `;key=value` parameters makes the whole field
 /// unreadable (`None`), as RFC 9651 asks; a parameter whose value is not a
-/// whole number is left out.
+/// whole number is left out, and of a key given twice the last counts.
+/// (One field line: a field split over several lines is read from its
+/// first.)
 pub fn parse_list(value: &HeaderValue) -> Option<Vec<Item>> {
     let text = value.to_str().ok()?;
     let mut items = vec![];
     let mut rest = text.trim_start_matches(' ');
     loop {
-        let (name, after) = name(rest)?;
+        let (item_name, after) = name(rest)?;
         let mut item = Item {
-            name,
+            name: item_name,
             params: vec![],
         };
         rest = after;
@@ -424,8 +427,17 @@ pub fn parse_list(value: &HeaderValue) -> Option<Vec<Item>> {
                 return None;
             }
             rest = &after[end..];
+            // A parameter without a value is `true`, and a string or
+            // token value is skipped: only whole numbers are kept, the last
+            // one of a key counting, as RFC 9651 says.
+            item.params.retain(|(k, _)| k != key);
             if let Some(value) = rest.strip_prefix('=') {
-                let end = value.find([';', ',', ' ', '\t']).unwrap_or(value.len());
+                let end = if value.starts_with('"') {
+                    let (_, after) = name(value)?;
+                    value.len() - after.len()
+                } else {
+                    value.find([';', ',', ' ', '\t']).unwrap_or(value.len())
+                };
                 if let Ok(n) = value[..end].parse::<u64>() {
                     item.params.push((key.to_string(), n));
                 }
@@ -485,6 +497,8 @@ mod tests {
         assert_eq!(items[1].name, "daily");
         assert_eq!(items[1].param("r"), Some(10));
         assert_eq!(parse_list(&HeaderValue::from_static("\"open")), None);
+        let items = parse_list(&HeaderValue::from_static(r#""a";t=5;c="x, y";t=9"#)).unwrap();
+        assert_eq!(items[0].params, [("t".to_string(), 9)]);
         assert_eq!(parse_list(&HeaderValue::from_static("a;r=1 b")), None);
     }
 

@@ -13,8 +13,9 @@ use std::time::{Duration, SystemTime};
 
 use axum::http::{HeaderMap, Method};
 
+use super::draw::{draw, seconds};
 use super::script::Script;
-use super::sim::{draw, Answer, Event, Log};
+use super::sim::{Answer, Event, Log};
 use super::{
     parse_list, BudgetPolicy, ClientPolicy, Jitter, Timestamp, RATELIMIT, RATELIMIT_POLICY,
 };
@@ -171,16 +172,17 @@ struct Partition {
 }
 
 impl Partition {
-    /// Takes a slot at `ready` or later: the instant it may be sent.
-    fn reserve(&mut self, ready: Timestamp) -> Timestamp {
+    /// Takes a slot at `ready` or later: the instant it may be sent, and
+    /// the `tat` it left if it took a slot of the pace.
+    fn reserve(&mut self, ready: Timestamp) -> (Timestamp, Option<u64>) {
         let ready = ready.max(self.blocked);
         match self.pace {
-            None => ready,
+            None => (ready, None),
             Some((quota, interval)) => {
                 let tau = (quota - 1).saturating_mul(interval);
                 let at = ready.max(Timestamp::from_nanos(self.tat.saturating_sub(tau)));
                 self.tat = self.tat.max(at.as_nanos()).saturating_add(interval);
-                at
+                (at, Some(self.tat))
             }
         }
     }
@@ -227,18 +229,19 @@ enum Final {
     Answered(u16),
     Unsafe,
     AttemptsSpent,
-    BudgetSpent,
+    /// What the budget held, in hundredths of a retry.
+    BudgetSpent(i64),
 }
 
 #[derive(Clone, Debug)]
 enum State {
     /// Attempt `attempt` may be sent at `slot`, or later if its partition
-    /// is blocked then; `paced` if it holds a slot of the pace,
-    /// `withdrawn` the instant of its retry's withdrawal.
+    /// is blocked then; `paced`, the `tat` its slot of the pace left, if it
+    /// holds one; `withdrawn` the instant of its retry's withdrawal.
     Waiting {
         attempt: u32,
         slot: Timestamp,
-        paced: bool,
+        paced: Option<u64>,
         withdrawn: Option<Timestamp>,
     },
     InFlight(u32),
@@ -246,7 +249,9 @@ enum State {
         attempt: u32,
         at: Timestamp,
         answer: Answer,
-        next: Result<(Duration, Timestamp, Timestamp), Final>,
+        /// A retry's cap, the instant its jitter counts from, its
+        /// withdrawal's instant and what the budget held before it.
+        next: Result<(Duration, Timestamp, Timestamp, i64), Final>,
     },
     Done,
 }
@@ -291,7 +296,13 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 ))
             }
         };
-        let call = &script.calls[request];
+        let Some(call) = script.calls.get(request) else {
+            return Err(broken(
+                "the server got a request without the x-kata-request header the caller gave \
+                 it: a client sends a copy of the request, every header kept"
+                    .into(),
+            ));
+        };
         let name = format!("request #{request} ({})", call.describe());
         let client = &mut clients[call.client];
         let part = client.partitions.entry(call.host).or_default();
@@ -299,13 +310,13 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
         match (event, state) {
             (Event::Call { at, .. }, None) => {
                 client.budget.deposit(*at);
-                let slot = part.reserve(*at);
+                let (slot, paced) = part.reserve(*at);
                 states.insert(
                     request,
                     State::Waiting {
                         attempt: 1,
                         slot,
-                        paced: part.pace.is_some(),
+                        paced,
                         withdrawn: None,
                     },
                 );
@@ -314,7 +325,7 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 Event::Draw { cap, value, .. },
                 Some(State::Answered {
                     attempt,
-                    next: Ok((want_cap, from, withdrawn)),
+                    next: Ok((want_cap, from, withdrawn, _)),
                     ..
                 }),
             ) => {
@@ -338,13 +349,13 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                         secs(expected)
                     )));
                 }
-                let slot = part.reserve(from + Duration::from_nanos(*value));
+                let (slot, paced) = part.reserve(from + Duration::from_nanos(*value));
                 states.insert(
                     request,
                     State::Waiting {
                         attempt: attempt + 1,
                         slot,
-                        paced: part.pace.is_some(),
+                        paced,
                         withdrawn: Some(withdrawn),
                     },
                 );
@@ -362,6 +373,19 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 )));
             }
             (
+                Event::Send {
+                    attempt,
+                    changed: Some(how),
+                    ..
+                },
+                _,
+            ) => {
+                return Err(broken(format!(
+                    "{name} sent attempt {attempt} changed: {how}. A client sends each attempt \
+                     as the caller made it (copy_request keeps everything)"
+                )))
+            }
+            (
                 Event::Send { attempt, at, .. },
                 Some(State::Waiting {
                     attempt: want,
@@ -372,14 +396,18 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 let expected = slot.max(part.blocked);
                 if *at < part.blocked {
                     return Err(broken(format!(
-                        "{name} sent attempt {attempt} at {at}, but its server asked for no \
+                        "{name} sent attempt {attempt} at {}, but its server asked for no \
                          request to http://{}/ before {}",
-                        call.host, part.blocked
+                        seconds(*at),
+                        call.host,
+                        seconds(part.blocked)
                     )));
                 }
                 if *at != expected {
                     return Err(broken(format!(
-                        "{name} sent attempt {attempt} at {at}; the contract sends it at {expected}{}",
+                        "{name} sent attempt {attempt} at {}; the contract sends it at {}{}",
+                        seconds(*at),
+                        seconds(expected),
                         if *at < slot {
                             format!(
                                 ", the slot it was given{}",
@@ -438,10 +466,18 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                     Err(Final::Unsafe)
                 } else if *attempt >= policy.max_attempts {
                     Err(Final::AttemptsSpent)
-                } else if !client.budget.withdraw(*at) {
-                    Err(Final::BudgetSpent)
                 } else {
-                    Ok((policy.cap_of_retry(*attempt), (*at).max(part.blocked), *at))
+                    let held = client.budget.balance(*at);
+                    if client.budget.withdraw(*at) {
+                        Ok((
+                            policy.cap_of_retry(*attempt),
+                            (*at).max(part.blocked),
+                            *at,
+                            held,
+                        ))
+                    } else {
+                        Err(Final::BudgetSpent(held))
+                    }
                 };
                 states.insert(
                     request,
@@ -478,7 +514,9 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 }
                 if *at != answered {
                     return Err(broken(format!(
-                        "{name} returned at {at}, not at {answered} when its last answer came"
+                        "{name} returned at {}, not at {} when its last answer came",
+                        seconds(*at),
+                        seconds(answered)
                     )));
                 }
                 states.insert(request, State::Done);
@@ -487,7 +525,7 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 Event::Return { outcome, .. },
                 Some(State::Answered {
                     attempt,
-                    next: Ok(_),
+                    next: Ok((_, _, _, held)),
                     answer,
                     ..
                 }),
@@ -495,10 +533,12 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 return Err(broken(format!(
                     "{name} returned {} after attempt {attempt}; the contract retries it: {} \
                      is worth another attempt for a request safe to repeat, {attempt} of {} \
-                     attempts are used, and the budget allowed the retry",
+                     attempts are used, and the budget allowed the retry (it held {held} \
+                     hundredths of a retry, at least the 100 a retry takes: {})",
                     outcome.short(),
                     answer.short(),
-                    policy.max_attempts
+                    policy.max_attempts,
+                    budget_terms(&policy.budget)
                 )))
             }
             (Event::Return { outcome, .. }, _) => {
@@ -516,9 +556,11 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                 if let Some(taken) = withdrawn {
                     client.budget.give_back(taken, *at);
                 }
-                if paced {
-                    if let Some((_, interval)) = part.pace {
-                        part.tat = part.tat.saturating_sub(interval);
+                // Only the last slot taken goes back: a later one keeps its
+                // place.
+                if let (Some(left), Some((_, interval))) = (paced, part.pace) {
+                    if part.tat == left {
+                        part.tat = left.saturating_sub(interval);
                     }
                 }
                 states.insert(request, State::Done);
@@ -566,8 +608,25 @@ fn reason(why: Final, policy: &ClientPolicy) -> String {
             "its {} attempts (max_attempts, the first one included) are used",
             policy.max_attempts
         ),
-        Final::BudgetSpent => "the retry budget refused the retry".into(),
+        Final::BudgetSpent(held) => format!(
+            "the retry budget refused the retry (it held {held} hundredths of a retry, less than \
+             the 100 a retry takes: {})",
+            budget_terms(&policy.budget)
+        ),
     }
+}
+
+/// The budget's terms, for messages.
+fn budget_terms(b: &BudgetPolicy) -> String {
+    format!(
+        "a reserve of {} ({} a second over {} s), {} per request, 100 per retry, each counted \
+         for {} s",
+        b.reserve(),
+        b.min_per_sec,
+        b.ttl.as_secs(),
+        b.retry_percent,
+        b.ttl.as_secs()
+    )
 }
 
 /// Whether a returned answer is the server's: the same status and headers,

@@ -72,10 +72,12 @@ pub enum Wait {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Reply {
     /// 429, with a `Retry-After` and a `RateLimit` field of `r=0;t=…`, each
-    /// if given.
+    /// if given; the field also lists a policy with quota left (`r=5;t=1`)
+    /// and, if `also` is given, a second exhausted one (`r=0;t=also`).
     Limited {
         retry_after: Option<Wait>,
         t: Option<u64>,
+        also: Option<u64>,
     },
     /// 503 during an outage, with a `Retry-After` if given.
     Unavailable { retry_after: Option<Wait> },
@@ -102,6 +104,10 @@ pub struct Script {
     pub calls: Vec<Call>,
     pub phases: Vec<Phase>,
     /// A limit the server keeps per host outside the phases, as lesson
-    /// 07's layer with a token bucket: `(quota, window in seconds)`.
+    /// 07's layer with a token bucket: `(quota, window in seconds)`. Its
+    /// fields list a second, daily policy after it, which never binds.
     pub limit: Option<(u64, u64)>,
+    /// How long the server takes to answer: an attempt's answer comes that
+    /// long after it was sent.
+    pub latency: std::time::Duration,
 }

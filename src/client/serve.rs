@@ -65,7 +65,7 @@ pub fn run(which: Check, v: ClientVariant, server: Option<HttpVariant>) -> Resul
         .enable_all()
         .build()
         .map_err(|e| format!("no runtime: {e}"))?;
-    let outcome = runtime.block_on(async move { scenario(which, v, server).await });
+    let outcome = runtime.block_on(tokio::task::unconstrained(scenario(which, v, server)));
     runtime.shutdown_background();
     outcome
 }
@@ -88,6 +88,7 @@ fn script(which: Check) -> Script {
                 .collect(),
             phases: vec![],
             limit: Some((1000, 1)),
+            latency: Duration::ZERO,
         },
         Check::Pace => Script {
             clients: 1,
@@ -234,6 +235,22 @@ fn measure(which: Check, s: &Script, log: &Log) -> Result<(), String> {
     Ok(())
 }
 
+/// One attempt in flight, counted until its future ends or is dropped.
+struct Flying(Arc<AtomicUsize>);
+
+impl Flying {
+    fn new(count: Arc<AtomicUsize>) -> Flying {
+        count.fetch_add(1, Ordering::SeqCst);
+        Flying(count)
+    }
+}
+
+impl Drop for Flying {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The inner service over a real socket: hyper's client, to the server's
 /// port whatever host the request names; counts what is in flight and
 /// records each attempt and its answer.
@@ -270,8 +287,9 @@ impl tower::Service<Request<Bytes>> for Wire {
             request,
             attempt,
             at: self.clock.now(),
+            changed: None,
         });
-        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let flying = Flying::new(self.in_flight.clone());
         let (mut parts, body) = req.into_parts();
         let path = parts
             .uri
@@ -282,12 +300,9 @@ impl tower::Service<Request<Bytes>> for Wire {
             .parse()
             .expect("a URI");
         let req = Request::from_parts(parts, Full::new(body));
-        let (hyper, clock, in_flight) = (
-            self.hyper.clone(),
-            self.clock.clone(),
-            self.in_flight.clone(),
-        );
+        let (hyper, clock) = (self.hyper.clone(), self.clock.clone());
         Box::pin(async move {
+            let _flying = flying;
             let result = async {
                 let response = hyper
                     .request(req)
@@ -307,7 +322,6 @@ impl tower::Service<Request<Bytes>> for Wire {
                 at: clock.now(),
                 answer: Answer::of(&result),
             });
-            in_flight.fetch_sub(1, Ordering::SeqCst);
             result
         })
     }

@@ -44,11 +44,13 @@ pub enum Event {
         cap: Duration,
         value: u64,
     },
-    /// An attempt reached the server.
+    /// An attempt reached the server; `changed` says how it differs from
+    /// the request the caller made, if it does.
     Send {
         request: usize,
         attempt: u32,
         at: Timestamp,
+        changed: Option<String>,
     },
     /// The server's answer to an attempt.
     Answer {
@@ -238,13 +240,23 @@ impl SimServer {
             .iter()
             .find(|p| p.host == host && p.from <= at && at < p.until);
         let answer = match phase.map(|p| p.reply) {
-            Some(Reply::Limited { retry_after, t }) => {
+            Some(Reply::Limited {
+                retry_after,
+                t,
+                also,
+            }) => {
                 let mut headers = vec![];
                 if let Some(w) = retry_after {
                     headers.push(("retry-after", header_of(w)));
                 }
                 if let Some(t) = t {
-                    headers.push((RATELIMIT, format!("\"api\";r=0;t={t}")));
+                    let also = also
+                        .map(|a| format!(", \"day\";r=0;t={a}"))
+                        .unwrap_or_default();
+                    headers.push((
+                        RATELIMIT,
+                        format!("\"api\";r=0;t={t}, \"burst\";r=5;t=1{also}"),
+                    ));
                 }
                 Answer::Status(429, h(&headers))
             }
@@ -268,8 +280,11 @@ impl SimServer {
                     });
                     let e = expected(&policy, &model.decide("client", at.as_nanos()));
                     let mut headers = vec![
-                        (RATELIMIT, e.ratelimit),
-                        (RATELIMIT_POLICY, e.ratelimit_policy),
+                        (RATELIMIT, format!("{}, \"day\";r=99999", e.ratelimit)),
+                        (
+                            RATELIMIT_POLICY,
+                            format!("{}, \"day\";q=100000;w=86400", e.ratelimit_policy),
+                        ),
                     ];
                     if let Some(r) = e.retry_after {
                         headers.insert(0, ("retry-after", r));
@@ -285,37 +300,71 @@ impl SimServer {
 impl tower::Service<Request<Bytes>> for SimServer {
     type Response = Response<Bytes>;
     type Error = ClientError;
-    type Future = std::future::Ready<Result<Response<Bytes>, ClientError>>;
+    type Future = Pending;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
         Poll::Ready(Ok(()))
     }
 
+    /// Decides the answer when the attempt arrives, and gives it
+    /// `latency` later.
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
         let at = self.clock.now();
         let (request, attempt, answer) = self.answer(&req);
+        let changed = self
+            .script
+            .calls
+            .get(request)
+            .and_then(|c| changed(&c.request(request), &req));
         note(Event::Send {
             request,
             attempt,
             at,
+            changed,
         });
-        note(Event::Answer {
-            request,
-            attempt,
-            at,
-            answer: answer.clone(),
-        });
-        std::future::ready(match answer {
-            Answer::Status(status, headers) => {
-                let mut response = Response::new(Bytes::from_static(b"answer"));
-                *response.status_mut() =
-                    axum::http::StatusCode::from_u16(status).expect("a valid status");
-                *response.headers_mut() = Answer::Status(status, headers.clone()).headers();
-                Ok(response)
+        let clock = self.clock.clone();
+        let latency = self.script.latency;
+        Box::pin(async move {
+            clock.sleep_until(at + latency).await;
+            note(Event::Answer {
+                request,
+                attempt,
+                at: clock.now(),
+                answer: answer.clone(),
+            });
+            match answer {
+                Answer::Status(status, headers) => {
+                    let mut response = Response::new(Bytes::from_static(b"answer"));
+                    *response.status_mut() =
+                        axum::http::StatusCode::from_u16(status).expect("a valid status");
+                    *response.headers_mut() = Answer::Status(status, headers).headers();
+                    Ok(response)
+                }
+                Answer::Failed(m) => Err(ClientError(m)),
             }
-            Answer::Failed(m) => Err(ClientError(m)),
         })
     }
+}
+
+/// How a request sent differs from the one the caller made, if it does:
+/// its method, URI, headers or body.
+pub fn changed(made: &Request<Bytes>, sent: &Request<Bytes>) -> Option<String> {
+    if made.method() != sent.method() {
+        return Some(format!(
+            "its method is {}, not {}",
+            sent.method(),
+            made.method()
+        ));
+    }
+    if made.uri() != sent.uri() {
+        return Some(format!("its URI is {}, not {}", sent.uri(), made.uri()));
+    }
+    for (name, value) in made.headers() {
+        if sent.headers().get(name) != Some(value) {
+            return Some(format!("its {name} header is missing or changed"));
+        }
+    }
+    (made.body() != sent.body()).then(|| "its body is not the one the caller gave".to_string())
 }
 
 /// How far past its last call a run may go before the driver calls it
@@ -380,6 +429,10 @@ pub async fn drive(
         events: events.clone(),
         clock: clock.clone(),
     };
+    debug_assert!(
+        calls.windows(2).all(|w| w[0].at <= w[1].at),
+        "a script's calls are in the order of their instants"
+    );
     let last = calls.iter().map(|c| c.at).max().unwrap_or(Timestamp::ZERO);
     let horizon = last + HORIZON;
     let outer: Arc<Mutex<Option<Waker>>> = Arc::default();
@@ -461,8 +514,12 @@ pub async fn drive(
             .into_iter()
             .flatten()
             .min();
+            if waiting.is_empty() && next_call == calls.len() {
+                // Every request has returned: a sleep still registered is
+                // nobody's.
+                break None;
+            }
             match next {
-                None if waiting.is_empty() => break None,
                 None => {
                     break Some(format!(
                         "{} never ended: nothing is in flight and no sleep of the clock is \
@@ -542,71 +599,13 @@ pub fn run_in_process(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| format!("no runtime: {e}"))?;
-    Ok(runtime.block_on(drive(clients, script.calls.clone(), clock, Arc::default())))
-}
-
-/// The log drawn as a table, one line per event; `mark` points at one.
-pub fn draw(events: &[Event], calls: &[Call], mark: Option<usize>) -> String {
-    let mut out = String::new();
-    let secs = |t: Timestamp| {
-        let n = t.as_nanos();
-        if n.is_multiple_of(1_000_000) {
-            format!("{}.{:03} s", n / 1_000_000_000, n / 1_000_000 % 1000)
-        } else {
-            format!("{}.{:09} s", n / 1_000_000_000, n % 1_000_000_000)
-        }
-    };
-    for (i, e) in events.iter().enumerate() {
-        let pointer = if mark == Some(i) { "→ " } else { "  " };
-        let (at, who, what) = match e {
-            Event::Call { request, at } => (
-                *at,
-                Some(*request),
-                format!(
-                    "called: {}",
-                    calls.get(*request).map(Call::describe).unwrap_or_default()
-                ),
-            ),
-            Event::Draw {
-                request,
-                at,
-                cap,
-                value,
-            } => (
-                *at,
-                *request,
-                format!(
-                    "draws a jitter of {} (at most {})",
-                    secs(Timestamp::from_nanos(*value)),
-                    secs(Timestamp::from_nanos(
-                        u64::try_from(cap.as_nanos()).unwrap_or(u64::MAX)
-                    ))
-                ),
-            ),
-            Event::Send {
-                request,
-                attempt,
-                at,
-            } => (*at, Some(*request), format!("attempt {attempt} sent")),
-            Event::Answer {
-                request,
-                attempt,
-                at,
-                answer,
-            } => (
-                *at,
-                Some(*request),
-                format!("attempt {attempt} answered {}", answer.short()),
-            ),
-            Event::Return {
-                request,
-                at,
-                outcome,
-            } => (*at, Some(*request), format!("returns {}", outcome.short())),
-            Event::Drop { request, at } => (*at, Some(*request), "dropped by the caller".into()),
-        };
-        let who = who.map(|r| format!("#{r}")).unwrap_or_else(|| "?".into());
-        let _ = writeln!(out, "{pointer}{:>15}  {who:<4} {what}", secs(at));
-    }
-    out
+    // Unconstrained: the driver polls every request inside one poll of its
+    // own, so tokio's cooperative budget must not turn a ready lock into a
+    // wake that only comes once the driver yields.
+    Ok(runtime.block_on(tokio::task::unconstrained(drive(
+        clients,
+        script.calls.clone(),
+        clock,
+        Arc::default(),
+    ))))
 }

@@ -162,7 +162,7 @@ fn policy_cases() -> Vec<Named<Case>> {
         ("one_attempt", (with(|p| p.max_attempts = 1), Ok(()))),
         ("cap_equal_to_base", (with(|p| p.cap = p.base), Ok(()))),
         (
-            "ttl_of_1_and_60_seconds",
+            "ttl_of_60_seconds_and_percent_of_1000",
             (budget(Duration::from_secs(60), 1000), Ok(())),
         ),
         (

@@ -140,18 +140,19 @@ fn later(at: Timestamp, by: Duration) -> Timestamp {
 
 impl Shared {
     /// Takes the partition's next slot at `ready` or later: the instant
-    /// the attempt may go, and whether it holds a slot of the pace.
-    fn reserve(&self, partition: &str, ready: Timestamp) -> (Timestamp, bool) {
+    /// the attempt may go, and, if it holds a slot of the pace, the
+    /// partition's `tat` once it took it.
+    fn reserve(&self, partition: &str, ready: Timestamp) -> (Timestamp, Option<u64>) {
         let mut state = self.state.lock().unwrap();
         let p = state.partitions.entry(partition.to_string()).or_default();
         let ready = ready.max(p.blocked);
         match p.pace {
-            None => (ready, false),
+            None => (ready, None),
             Some((quota, interval)) => {
                 let tau = (quota - 1).saturating_mul(interval);
                 let at = ready.max(Timestamp::from_nanos(p.tat.saturating_sub(tau)));
                 p.tat = p.tat.max(at.as_nanos()).saturating_add(interval);
-                (at, true)
+                (at, Some(p.tat))
             }
         }
     }
@@ -193,7 +194,12 @@ impl Shared {
 
     /// The backoff of a retry answered at `answered`: after the server's
     /// wait, a draw up to `cap`; then a slot of the pace.
-    fn backoff(&self, partition: &str, answered: Timestamp, cap: Duration) -> (Timestamp, bool) {
+    fn backoff(
+        &self,
+        partition: &str,
+        answered: Timestamp,
+        cap: Duration,
+    ) -> (Timestamp, Option<u64>) {
         let ready = {
             let mut state = self.state.lock().unwrap();
             let blocked = state
@@ -206,11 +212,14 @@ impl Shared {
         self.reserve(partition, ready)
     }
 
-    fn give_back_slot(&self, partition: &str) {
+    /// Gives back the slot that left `tat` at `left`, if no slot was taken
+    /// after it (a later one keeps its place: giving it back then would
+    /// let two requests share one).
+    fn give_back_slot(&self, partition: &str, left: u64) {
         let mut state = self.state.lock().unwrap();
         if let Some(p) = state.partitions.get_mut(partition) {
-            if let Some((_, interval)) = p.pace {
-                p.tat = p.tat.saturating_sub(interval);
+            if let (Some((_, interval)), true) = (p.pace, p.tat == left) {
+                p.tat = left.saturating_sub(interval);
             }
         }
     }
@@ -222,13 +231,14 @@ struct Held<C: Clock> {
     shared: Arc<Shared>,
     clock: C,
     partition: String,
-    slot: bool,
+    /// The partition's `tat` once this request took its slot, if it holds one.
+    slot: Option<u64>,
     withdrawn: Option<Timestamp>,
 }
 
 impl<C: Clock> Held<C> {
     fn sent(&mut self) {
-        self.slot = false;
+        self.slot = None;
         self.withdrawn = None;
     }
 }
@@ -238,8 +248,8 @@ impl<C: Clock> Drop for Held<C> {
         if let Some(taken) = self.withdrawn.take() {
             self.shared.budget.give_back(taken, self.clock.now());
         }
-        if self.slot {
-            self.shared.give_back_slot(&self.partition);
+        if let Some(left) = self.slot.take() {
+            self.shared.give_back_slot(&self.partition, left);
         }
     }
 }
