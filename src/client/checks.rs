@@ -264,7 +264,7 @@ impl ClientLesson {
         if let Err(failed) = crate::run::run_cases(
             self.subject(),
             cases,
-            200,
+            2_000,
             &strategy,
             |s, i| {
                 s.calls
@@ -316,7 +316,7 @@ impl ClientLesson {
         if let Err(failed) = crate::run::run_cases(
             self.subject(),
             300,
-            200,
+            2_000,
             &ops,
             |_, _| String::new(),
             move |(ttl, min_per_sec, retry_percent, ops)| {

@@ -19,7 +19,7 @@ pub fn seconds(t: Timestamp) -> String {
 }
 
 /// The most lines of a log a failure draws.
-const MOST_LINES: usize = 24;
+const MOST_LINES: usize = 12;
 
 /// The log drawn as a table, one line per event: whole, or up to `mark`
 /// (which it points at), the last [`MOST_LINES`] of them.
