@@ -76,7 +76,11 @@ impl RetryBudget {
 
     pub fn deposit(&self, now: Timestamp) {
         let mut slots = self.slots.lock().unwrap();
-        Self::add(&mut slots, self.index(now), i64::from(self.policy.retry_percent));
+        Self::add(
+            &mut slots,
+            self.index(now),
+            i64::from(self.policy.retry_percent),
+        );
     }
 
     pub fn withdraw(&self, now: Timestamp) -> bool {
@@ -176,9 +180,13 @@ impl Shared {
                 }
             }
         }
-        if let (Some((q, interval)), Some(r)) = (p.pace, first(RATELIMIT).and_then(|i| i.param("r"))) {
+        if let (Some((q, interval)), Some(r)) =
+            (p.pace, first(RATELIMIT).and_then(|i| i.param("r")))
+        {
             let used = q - r.min(q);
-            p.tat = p.tat.max(at.as_nanos().saturating_add(used.saturating_mul(interval)));
+            p.tat = p
+                .tat
+                .max(at.as_nanos().saturating_add(used.saturating_mul(interval)));
         }
         if let Some(wait) = server_wait(headers, wall) {
             p.blocked = p.blocked.max(later(at, wait));
@@ -324,7 +332,10 @@ fn idempotent(request: &Request<Bytes>) -> bool {
 
 fn worth_another(result: &Result<Response<Bytes>, ClientError>) -> bool {
     match result {
-        Ok(response) => matches!(response.status().as_u16(), 408 | 429 | 500 | 502 | 503 | 504),
+        Ok(response) => matches!(
+            response.status().as_u16(),
+            408 | 429 | 500 | 502 | 503 | 504
+        ),
         Err(_) => true,
     }
 }

@@ -279,16 +279,17 @@ pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), S
     let code = code_only(source);
     for (n, line) in code.lines().enumerate() {
         let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
-        let outside = OUTSIDE_INPUTS
+        // A client's own reasons first: they are the more precise.
+        let client: &[(&str, &str)] = if inputs == Inputs::Client {
+            OUTSIDE_A_CLIENT
+        } else {
+            &[]
+        };
+        let outside = client
             .iter()
-            .filter(|(name, _)| {
+            .chain(OUTSIDE_INPUTS.iter().filter(|(name, _)| {
                 inputs != Inputs::Client || !matches!(*name, "Instant" | "SystemTime")
-            })
-            .chain(if inputs == Inputs::Client {
-                OUTSIDE_A_CLIENT
-            } else {
-                &[]
-            });
+            }));
         let hit = outside.into_iter().find(|(name, _)| {
             squeezed.match_indices(name).any(|(i, _)| {
                 // A whole name, not the end of a longer one (`MyInstant`).
@@ -426,6 +427,29 @@ mod tests {
     }
 
     use super::*;
+
+    /// A client names `SystemTime` (its clock's wall time is one) but never
+    /// reads the real clock, sleeps on tokio's timer or takes tokio's locks.
+    #[test]
+    fn a_client_may_name_system_time_but_not_read_it() {
+        let ok = "use std::time::{Duration, SystemTime};\nfn w(wall: SystemTime) {}";
+        assert_eq!(check_inputs_of("c.rs", ok, Inputs::Client), Ok(()));
+        for (line, said) in [
+            ("let w = SystemTime::now();", "`Clock` it is given"),
+            ("let t = std::time::Instant::now();", "`Clock` it is given"),
+            ("tokio::time::sleep(d).await;", "sleep_until"),
+            ("let m = tokio::sync::Mutex::new(0);", "super::sync"),
+            ("tokio::spawn(f);", "may drop"),
+            ("tokio::task::yield_now().await;", "scheduler"),
+        ] {
+            let e = check_inputs_of("c.rs", line, Inputs::Client).unwrap_err();
+            assert!(
+                e.contains(said) && e.contains("A client's attempts"),
+                "{line}: {e}"
+            );
+        }
+        assert!(check_inputs_of("l.rs", ok, Inputs::Clock).is_err());
+    }
 
     #[test]
     fn answers_may_depend_only_on_the_calls() {

@@ -102,7 +102,10 @@ impl RetryBudget {
     }
 
     pub fn give_back(&self, taken_at: Timestamp, now: Timestamp) {
-        let (j, i) = (taken_at.as_nanos() / self.slot_nanos, now.as_nanos() / self.slot_nanos);
+        let (j, i) = (
+            taken_at.as_nanos() / self.slot_nanos,
+            now.as_nanos() / self.slot_nanos,
+        );
         if j + 10 > i {
             let mut slots = self.slots.lock().unwrap();
             Self::add(&mut slots, j, 100);
@@ -183,9 +186,13 @@ impl Shared {
                 }
             }
         }
-        if let (Some((q, interval)), Some(r)) = (p.pace, first(RATELIMIT).and_then(|i| i.param("r"))) {
+        if let (Some((q, interval)), Some(r)) =
+            (p.pace, first(RATELIMIT).and_then(|i| i.param("r")))
+        {
             let used = q - r.min(q);
-            p.tat = p.tat.max(at.as_nanos().saturating_add(used.saturating_mul(interval)));
+            p.tat = p
+                .tat
+                .max(at.as_nanos().saturating_add(used.saturating_mul(interval)));
         }
         if let Some(wait) = server_wait(headers, wall) {
             p.blocked = p.blocked.max(later(at, wait));
@@ -331,7 +338,10 @@ fn idempotent(request: &Request<Bytes>) -> bool {
 
 fn worth_another(result: &Result<Response<Bytes>, ClientError>) -> bool {
     match result {
-        Ok(response) => matches!(response.status().as_u16(), 408 | 429 | 500 | 502 | 503 | 504),
+        Ok(response) => matches!(
+            response.status().as_u16(),
+            408 | 429 | 500 | 502 | 503 | 504
+        ),
         Err(_) => true,
     }
 }
