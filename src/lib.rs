@@ -29,6 +29,9 @@
 //!   with their committed snapshots;
 //! - [`checks`], [`scenarios`]: the checks every limiter passes and the loom
 //!   scenarios;
+//! - [`virtual_time`]: time that moves only when every task waits on it,
+//!   a driver of futures for the kinds whose subjects wait (lesson 11's
+//!   client), below the kinds too;
 //! - [`layer`], [`redis_limiter`]: what two kinds share, below the kinds: a
 //!   rate-limit layer in front of an HTTP service (lesson 07's contract,
 //!   model, driver and checks) and a limiter whose state is in Redis
@@ -66,8 +69,8 @@
 //! contract's types, then the facade, then the watchdog, then the real
 //! servers (`infra`), then timelines and models, then rendering,
 //! generators and drivers, then scenarios and how checks run, then the
-//! checks, then what two kinds share (`layer`, `redis_limiter`), then the
-//! kinds, which use no other kind, then the macros.
+//! checks, then what two kinds share (`layer`, `redis_limiter`,
+//! `virtual_time`), then the kinds, which use no other kind, then the macros.
 
 pub mod async_redis;
 pub mod checks;
@@ -104,6 +107,7 @@ pub mod text;
 pub mod time;
 pub mod timeline;
 pub mod trial;
+pub mod virtual_time;
 pub mod watchdog;
 
 /// What the runner asks of the kinds (each a `pub mod` above), by the name

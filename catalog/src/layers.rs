@@ -32,10 +32,12 @@ pub const LAYERS: &[(&str, &[&str])] = &[
     ("scenarios and runs", &["scenarios", "run", "snapshot"]),
     ("the checks every limiter passes", &["checks"]),
     // What two kinds share: lesson 07's layer and lesson 08's Redis
-    // limiter, whose contracts and checks lesson 10's kind uses again.
+    // limiter, whose contracts and checks lesson 10's kind uses again, and
+    // virtual time (over lesson 07's clock), for the kinds whose subjects
+    // wait.
     (
-        "the layer and the Redis limiter, which kinds share",
-        &["layer", "redis_limiter"],
+        "the layer, the Redis limiter and virtual time, which kinds share",
+        &["layer", "redis_limiter", "virtual_time"],
     ),
     // Every kind's module (`Kind::module` of the catalog's kinds): a new
     // kind is in its layer without a line here.

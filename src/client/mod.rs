@@ -24,12 +24,7 @@
 //! [`serve`] (a real lesson 07 server on loopback), [`checks`] and
 //! [`suite`] (the checks as trials).
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, SystemTime};
 
 use axum::body::Bytes;
@@ -86,7 +81,7 @@ pub const RATELIMIT_POLICY: &str = "ratelimit-policy";
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// A future that ends at an instant of a [`Clock`].
-pub type Sleep = Pin<Box<dyn Future<Output = ()> + Send>>;
+pub use crate::virtual_time::Sleep;
 
 /// Where a client's time comes from. The client reads time and sleeps only
 /// through it.
@@ -102,66 +97,15 @@ pub trait Clock: Clone + Send + Sync + 'static {
 /// Where the checks' wall clock starts: 2026-01-01T00:00:00Z.
 pub const WALL_ORIGIN_SECS: u64 = 1_767_225_600;
 
-/// A clock that moves only when told to: the checks' clock. Its clones
-/// share one time, and one set of sleeps, which end when the time is moved
-/// past them. Its wall clock reads [`WALL_ORIGIN_SECS`] plus `now()`.
-#[derive(Clone, Default)]
-pub struct ManualClock {
-    time: crate::layer::ManualClock,
-    timers: Arc<Mutex<Timers>>,
-}
-
-#[derive(Default)]
-struct Timers {
-    next: u64,
-    waiting: BTreeMap<(Timestamp, u64), Waker>,
-}
-
-impl ManualClock {
-    pub fn new(at: Timestamp) -> ManualClock {
-        ManualClock {
-            time: crate::layer::ManualClock::new(at),
-            timers: Arc::default(),
-        }
-    }
-
-    /// The same time, as lesson 07's layer reads it (the server of the
-    /// end-to-end checks).
-    pub fn server_clock(&self) -> crate::layer::ManualClock {
-        self.time.clone()
-    }
-
-    /// Moves time to `at` (never back) and wakes every sleep it ends.
-    pub fn advance_to(&self, at: Timestamp) {
-        if at > self.now() {
-            self.time.set(at);
-        }
-        let woken: Vec<Waker> = {
-            let timers = self.timers.lock().unwrap_or_else(|p| p.into_inner());
-            timers
-                .waiting
-                .range(..=(at, u64::MAX))
-                .map(|(_, w)| w.clone())
-                .collect()
-        };
-        woken.into_iter().for_each(Waker::wake);
-    }
-
-    /// The earliest instant a sleep is waiting for, if any is.
-    pub fn next_wake(&self) -> Option<Timestamp> {
-        let now = self.now();
-        let timers = self.timers.lock().unwrap_or_else(|p| p.into_inner());
-        timers
-            .waiting
-            .keys()
-            .map(|(at, _)| *at)
-            .find(|at| *at > now)
-    }
-}
+/// The checks' clock: it moves only when told to, and its clones share
+/// one time and one set of sleeps, which end when the time is moved past
+/// them (the virtual time of [`crate::virtual_time`]). Its wall clock reads
+/// [`WALL_ORIGIN_SECS`] plus `now()`.
+pub use crate::virtual_time::VirtualClock as ManualClock;
 
 impl Clock for ManualClock {
     fn now(&self) -> Timestamp {
-        crate::layer::Clock::now(&self.time)
+        ManualClock::now(self)
     }
 
     fn wall(&self) -> SystemTime {
@@ -171,55 +115,7 @@ impl Clock for ManualClock {
     }
 
     fn sleep_until(&self, at: Timestamp) -> Sleep {
-        Box::pin(ManualSleep {
-            clock: self.clone(),
-            at,
-            seq: None,
-        })
-    }
-}
-
-struct ManualSleep {
-    clock: ManualClock,
-    at: Timestamp,
-    seq: Option<u64>,
-}
-
-impl Future for ManualSleep {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let done = self.clock.now() >= self.at;
-        let at = self.at;
-        let mut timers = self.clock.timers.lock().unwrap_or_else(|p| p.into_inner());
-        if done {
-            if let Some(seq) = self.seq {
-                timers.waiting.remove(&(at, seq));
-            }
-            drop(timers);
-            self.seq = None;
-            return Poll::Ready(());
-        }
-        let seq = match self.seq {
-            Some(seq) => seq,
-            None => {
-                timers.next += 1;
-                timers.next
-            }
-        };
-        timers.waiting.insert((at, seq), cx.waker().clone());
-        drop(timers);
-        self.seq = Some(seq);
-        Poll::Pending
-    }
-}
-
-impl Drop for ManualSleep {
-    fn drop(&mut self) {
-        if let Some(seq) = self.seq {
-            let mut timers = self.clock.timers.lock().unwrap_or_else(|p| p.into_inner());
-            timers.waiting.remove(&(self.at, seq));
-        }
+        ManualClock::sleep_until(self, at)
     }
 }
 

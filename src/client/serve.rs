@@ -275,7 +275,6 @@ impl tower::Service<Request<Bytes>> for Wire {
     }
 
     fn call(&mut self, req: Request<Bytes>) -> Self::Future {
-        use super::Clock as _;
         let request = request_id(&req).unwrap_or(usize::MAX);
         let attempt = {
             let mut a = self.attempts.lock().unwrap_or_else(|p| p.into_inner());

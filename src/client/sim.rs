@@ -7,22 +7,19 @@
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::virtual_time::{run, Stuck, Task, TaskFuture, Watch, HORIZON, MOST_STEPS};
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, Request, Response};
 use tower::util::BoxCloneService;
 use tower::ServiceExt;
 
 use super::script::{Call, Reply, Script, Wait, REQUEST_ID};
-use super::{
-    ClientError, ClientPolicy, Clock, ManualClock, Timestamp, RATELIMIT, RATELIMIT_POLICY,
-};
+use super::{ClientError, ClientPolicy, ManualClock, Timestamp, RATELIMIT, RATELIMIT_POLICY};
 use crate::layer::model::expected;
 use crate::layer::Policy;
 use crate::models::{Algorithm, Model};
@@ -300,7 +297,7 @@ impl SimServer {
 impl tower::Service<Request<Bytes>> for SimServer {
     type Response = Response<Bytes>;
     type Error = ClientError;
-    type Future = Pending;
+    type Future = TaskFuture<Result<Response<Bytes>, ClientError>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), ClientError>> {
         Poll::Ready(Ok(()))
@@ -367,13 +364,6 @@ pub fn changed(made: &Request<Bytes>, sent: &Request<Bytes>) -> Option<String> {
     (made.body() != sent.body()).then(|| "its body is not the one the caller gave".to_string())
 }
 
-/// How far past its last call a run may go before the driver calls it
-/// stuck.
-pub const HORIZON: Duration = Duration::from_secs(3600);
-
-/// The most times the driver polls or moves the clock in one run.
-const MOST_STEPS: usize = 200_000;
-
 /// What a run left: every event, and why it ended early, if it did.
 #[derive(Clone, Debug, Default)]
 pub struct Log {
@@ -381,41 +371,46 @@ pub struct Log {
     pub stuck: Option<String>,
 }
 
-type Pending = Pin<Box<dyn Future<Output = Result<Response<Bytes>, ClientError>> + Send>>;
-
-struct Flag {
-    woken: AtomicBool,
-    outer: Arc<Mutex<Option<Waker>>>,
+/// What the log records of the driver's tasks, and what a client's code
+/// reads while it runs (the log to write to, the request being polled).
+struct Recording {
+    recorder: Recorder,
 }
 
-impl Wake for Flag {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
+impl Watch<Result<Response<Bytes>, ClientError>> for Recording {
+    fn driving(&mut self, on: bool) {
+        LOG.with(|l| *l.borrow_mut() = on.then(|| self.recorder.clone()));
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::SeqCst);
-        if let Some(w) = self
-            .outer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .as_ref()
-        {
-            w.wake_by_ref();
-        }
+    fn polling(&mut self, id: Option<usize>) {
+        CURRENT.with(|c| c.set(id));
     }
-}
 
-struct Slot {
-    request: usize,
-    future: Option<Pending>,
-    flag: Arc<Flag>,
-    drop_at: Option<Timestamp>,
+    fn started(&mut self, request: usize, at: Timestamp) {
+        self.recorder.push(Event::Call { request, at });
+    }
+
+    fn ended(
+        &mut self,
+        request: usize,
+        at: Timestamp,
+        output: Result<Response<Bytes>, ClientError>,
+    ) {
+        self.recorder.push(Event::Return {
+            request,
+            at,
+            outcome: Answer::of(&output),
+        });
+    }
+
+    fn dropped(&mut self, request: usize, at: Timestamp) {
+        self.recorder.push(Event::Drop { request, at });
+    }
 }
 
 /// Makes `calls` through `clients` (each call through a fresh clone of its
-/// client, as a server's handlers would), polls every request itself, and
-/// moves `clock` to the next instant something waits for only when no
+/// client, as a server's handlers would) as tasks of the virtual-time
+/// driver ([`crate::virtual_time::run`]), which moves `clock` only when no
 /// request can go on and nothing is in flight (`in_flight`, counted by an
 /// inner service over a real socket). Records every event.
 pub async fn drive(
@@ -425,124 +420,44 @@ pub async fn drive(
     in_flight: Arc<AtomicUsize>,
 ) -> Log {
     let events = Arc::new(Mutex::new(vec![]));
-    let recorder = Recorder {
-        events: events.clone(),
-        clock: clock.clone(),
+    let mut recording = Recording {
+        recorder: Recorder {
+            events: events.clone(),
+            clock: clock.clone(),
+        },
     };
-    debug_assert!(
-        calls.windows(2).all(|w| w[0].at <= w[1].at),
-        "a script's calls are in the order of their instants"
-    );
-    let last = calls.iter().map(|c| c.at).max().unwrap_or(Timestamp::ZERO);
-    let horizon = last + HORIZON;
-    let outer: Arc<Mutex<Option<Waker>>> = Arc::default();
-    let mut slots: Vec<Slot> = vec![];
-    let mut next_call = 0;
-    let mut steps = 0;
-    let stuck = std::future::poll_fn(|cx| {
-        LOG.with(|l| *l.borrow_mut() = Some(recorder.clone()));
-        let outcome = loop {
-            steps += 1;
-            if steps > MOST_STEPS {
-                break Some(format!(
-                    "the run took more than {MOST_STEPS} steps (a request that never ends?)"
-                ));
+    let tasks = calls
+        .iter()
+        .enumerate()
+        .map(|(id, call)| {
+            let (client, request) = (clients[call.client].clone(), call.request(id));
+            Task {
+                at: call.at,
+                start: Box::new(move || Box::pin(client.oneshot(request)) as TaskFuture<_>),
+                drop_at: call.drop_at,
             }
-            let now = clock.now();
-            let mut progressed = false;
-            while let Some(call) = calls.get(next_call).filter(|c| c.at <= now) {
-                let request = next_call;
-                next_call += 1;
-                recorder.push(Event::Call { request, at: now });
-                let client = clients[call.client].clone();
-                let flag = Arc::new(Flag {
-                    woken: AtomicBool::new(true),
-                    outer: outer.clone(),
-                });
-                slots.push(Slot {
-                    request,
-                    future: Some(Box::pin(client.oneshot(call.request(request)))),
-                    flag,
-                    drop_at: call.drop_at,
-                });
-                poll_slot(slots.last_mut().expect("just pushed"), &recorder, &clock);
-                progressed = true;
+        })
+        .collect();
+    let stuck = run(tasks, clock, in_flight, &mut recording)
+        .await
+        .err()
+        .map(|stuck| match stuck {
+            Stuck::NeverWoken(waiting) => format!(
+                "{} never ended: nothing is in flight and no sleep of the clock is pending, so \
+                 it waits for something that never comes (a sleep that is not the clock's, or \
+                 a future that is never woken)",
+                requests(&waiting)
+            ),
+            Stuck::PastHorizon(waiting, at) => format!(
+                "{} still waited {} s after the last call, for a sleep until {at} that no \
+                 answer of the script asks for",
+                requests(&waiting),
+                HORIZON.as_secs()
+            ),
+            Stuck::TooManySteps => {
+                format!("the run took more than {MOST_STEPS} steps (a request that never ends?)")
             }
-            for slot in &mut slots {
-                if slot.future.is_some() && slot.drop_at.is_some_and(|d| d <= now) {
-                    recorder.push(Event::Drop {
-                        request: slot.request,
-                        at: now,
-                    });
-                    CURRENT.with(|c| c.set(Some(slot.request)));
-                    slot.future = None;
-                    CURRENT.with(|c| c.set(None));
-                    progressed = true;
-                }
-            }
-            for slot in &mut slots {
-                if slot.future.is_some() && slot.flag.woken.swap(false, Ordering::SeqCst) {
-                    poll_slot(slot, &recorder, &clock);
-                    progressed = true;
-                }
-            }
-            if progressed {
-                continue;
-            }
-            if in_flight.load(Ordering::SeqCst) > 0 {
-                *outer.lock().unwrap_or_else(|p| p.into_inner()) = Some(cx.waker().clone());
-                if slots.iter().any(|s| s.flag.woken.load(Ordering::SeqCst)) {
-                    continue;
-                }
-                LOG.with(|l| *l.borrow_mut() = None);
-                return Poll::Pending;
-            }
-            let waiting: Vec<usize> = slots
-                .iter()
-                .filter(|s| s.future.is_some())
-                .map(|s| s.request)
-                .collect();
-            let next = [
-                calls.get(next_call).map(|c| c.at),
-                slots
-                    .iter()
-                    .filter(|s| s.future.is_some())
-                    .filter_map(|s| s.drop_at)
-                    .min(),
-                clock.next_wake(),
-            ]
-            .into_iter()
-            .flatten()
-            .min();
-            if waiting.is_empty() && next_call == calls.len() {
-                // Every request has returned: a sleep still registered is
-                // nobody's.
-                break None;
-            }
-            match next {
-                None => {
-                    break Some(format!(
-                        "{} never ended: nothing is in flight and no sleep of the clock is \
-                         pending, so it waits for something that never comes (a sleep that \
-                         is not the clock's, or a future that is never woken)",
-                        requests(&waiting)
-                    ))
-                }
-                Some(at) if at > horizon => {
-                    break Some(format!(
-                        "{} still waited {} s after the last call, for a sleep until {at} \
-                         that no answer of the script asks for",
-                        requests(&waiting),
-                        HORIZON.as_secs()
-                    ))
-                }
-                Some(at) => clock.advance_to(at),
-            }
-        };
-        LOG.with(|l| *l.borrow_mut() = None);
-        Poll::Ready(outcome)
-    })
-    .await;
+        });
     let events = std::mem::take(&mut *events.lock().unwrap_or_else(|p| p.into_inner()));
     Log { events, stuck }
 }
@@ -552,25 +467,6 @@ fn requests(ids: &[usize]) -> String {
     match names.len() {
         1 => format!("request {}", names[0]),
         _ => format!("requests {}", names.join(", ")),
-    }
-}
-
-fn poll_slot(slot: &mut Slot, recorder: &Recorder, clock: &ManualClock) {
-    let Some(future) = slot.future.as_mut() else {
-        return;
-    };
-    let waker = Waker::from(slot.flag.clone());
-    let mut cx = Context::from_waker(&waker);
-    CURRENT.with(|c| c.set(Some(slot.request)));
-    let polled = future.as_mut().poll(&mut cx);
-    CURRENT.with(|c| c.set(None));
-    if let Poll::Ready(result) = polled {
-        recorder.push(Event::Return {
-            request: slot.request,
-            at: clock.now(),
-            outcome: Answer::of(&result),
-        });
-        slot.future = None;
     }
 }
 
