@@ -36,6 +36,14 @@ const EXAMPLES: &[Named<Example>] = &[
         ),
     ),
     (
+        "a_tab_before_it_too",
+        (
+            &[("retry-after", "\t5")],
+            Duration::ZERO,
+            Some(Duration::from_secs(5)),
+        ),
+    ),
+    (
         "a_plus_sign_is_not_a_digit",
         (&[("retry-after", "+5")], Duration::ZERO, None),
     ),

@@ -412,7 +412,9 @@ pub fn check(script: &Script, log: &Log) -> Result<(), Broken> {
                             format!(
                                 ", the slot it was given{}",
                                 if part.pace.is_some() {
-                                    " (the pace the server's RateLimit-Policy asks for)"
+                                    " (the pace the server's RateLimit-Policy asks for; a \
+                                     dropped request gives its slot back only if no slot was \
+                                     taken after it)"
                                 } else {
                                     " (its backoff: the answer, or the end of the server's wait, plus the jitter drawn)"
                                 }
