@@ -11,7 +11,6 @@ use proptest::test_runner::{
 };
 
 use crate::render::call;
-use crate::subject::Subject;
 use crate::timeline::Timeline;
 use crate::watchdog::{time_limit, watched, Stop};
 
@@ -51,9 +50,10 @@ pub struct Failed<T> {
 /// proptest at most `max_shrink_iters` times. A case that hangs is reported
 /// at once: later cases pass untried, so shrinking stops at the value that
 /// hung instead of hanging again. `describe(value, i)` names the `i`th
-/// request of a value, for a hang's message.
+/// request of a value, for a hang's message. `subject` names whose
+/// panic or hang a failure is (`your limiter`, `mistake <name>`).
 pub fn run_cases<T: std::fmt::Debug + Clone + Send + 'static>(
-    subject: Subject,
+    subject: impl std::fmt::Display,
     cases: u32,
     max_shrink_iters: u32,
     strategy: &impl proptest::strategy::Strategy<Value = T>,

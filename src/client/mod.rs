@@ -109,9 +109,7 @@ impl Clock for ManualClock {
     }
 
     fn wall(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH
-            + Duration::from_secs(WALL_ORIGIN_SECS)
-            + Duration::from_nanos(self.now().as_nanos())
+        model::wall_at(self.now())
     }
 
     fn sleep_until(&self, at: Timestamp) -> Sleep {
