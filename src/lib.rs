@@ -31,7 +31,7 @@
 //!   scenarios;
 //! - [`virtual_time`]: time that moves only when every task waits on it,
 //!   a driver of futures for the kinds whose subjects wait (lesson 11's
-//!   client), below the kinds too;
+//!   client, lesson 12's limits on what is in flight), below the kinds too;
 //! - [`layer`], [`redis_limiter`]: what two kinds share, below the kinds: a
 //!   rate-limit layer in front of an HTTP service (lesson 07's contract,
 //!   model, driver and checks) and a limiter whose state is in Redis
@@ -57,6 +57,8 @@
 //!   Redis or a cluster, behind a layer, in three app server processes;
 //!   [`client`], the `http-client` kind of lesson 11, a client's layer that
 //!   meets 429s without making them worse, in front of lesson 07's layer;
+//!   [`inflight`], the `in-flight` kind of lesson 12, permits, a
+//!   concurrency limit, a load shedder, a delay queue and adaptive limits;
 //! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
 //!   its module, so that the runner names no kind (`KINDS` below: a new
 //!   kind is its `pub mod` line and a line there);
@@ -81,6 +83,7 @@ pub mod files;
 pub mod gen;
 pub mod heartbeat;
 pub mod http;
+pub mod inflight;
 pub mod infra;
 pub mod keys;
 pub mod kind;
@@ -113,7 +116,7 @@ pub mod watchdog;
 /// What the runner asks of the kinds (each a `pub mod` above), by the name
 /// of its module: what `cargo run -- compare` draws ([`kinds::comparison`]).
 type Comparison = fn(Option<&str>) -> Result<String, String>;
-const KINDS: [(&str, Comparison); 7] = [
+const KINDS: [(&str, Comparison); 8] = [
     ("limiter", limiter::comparison),
     ("shared_limiter", shared_limiter::comparison),
     ("http", http::comparison),
@@ -121,6 +124,7 @@ const KINDS: [(&str, Comparison); 7] = [
     ("memory", memory::comparison),
     ("async_redis", async_redis::comparison),
     ("client", client::comparison),
+    ("inflight", inflight::comparison),
 ];
 
 pub use checks::Lesson;

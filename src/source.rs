@@ -237,7 +237,30 @@ pub enum Inputs {
     /// `SystemTime` the clock gives it, so only reading the real clock
     /// (`SystemTime::now`, `Instant::now`) or sleeping on tokio's is refused.
     Client,
+    /// Limits on what is in flight (lesson 12): as a layer, and its permits
+    /// are its own, behind `super::sync` (never tokio's semaphore).
+    InFlight,
 }
+
+/// What limits on what is in flight may not use besides what a layer may
+/// not, with the reasons.
+const OUTSIDE_IN_FLIGHT: &[(&str, &str)] = &[
+    (
+        "tokio::sync",
+        "takes a semaphore, lock or channel from tokio: the permits are yours to write, behind \
+         `super::sync`'s locks, which loom can explore",
+    ),
+    (
+        "tokio::time",
+        "sleeps on tokio's timer: the delay layer sleeps only through its `Clock` \
+         (`sleep_until`), whose time the tests move",
+    ),
+    (
+        "tokio::spawn",
+        "starts a task: a request's work happens in the future `call` returns, which its \
+         caller polls and may drop",
+    ),
+];
 
 /// What a client may not use besides what a layer may not, with the
 /// reasons: the names the types share with the real clock are its own.
@@ -280,10 +303,10 @@ pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), S
     for (n, line) in code.lines().enumerate() {
         let squeezed: String = line.chars().filter(|c| !c.is_whitespace()).collect();
         // A client's own reasons first: they are the more precise.
-        let client: &[(&str, &str)] = if inputs == Inputs::Client {
-            OUTSIDE_A_CLIENT
-        } else {
-            &[]
+        let client: &[(&str, &str)] = match inputs {
+            Inputs::Client => OUTSIDE_A_CLIENT,
+            Inputs::InFlight => OUTSIDE_IN_FLIGHT,
+            _ => &[],
         };
         let outside = client
             .iter()
@@ -305,7 +328,7 @@ pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), S
                     "A limiter's answers may depend only on its configuration and the `(key, \
                      now)` calls it was given.",
                 ),
-                Inputs::Clock if why.starts_with("reads the real clock") => (
+                Inputs::Clock | Inputs::InFlight if why.starts_with("reads the real clock") => (
                     "reads the real clock: the layer reads time only from the `Clock` it is \
                      given, which the tests set",
                     "A layer's answers may depend only on its configuration, its requests and \
@@ -320,6 +343,11 @@ pub fn check_inputs_of(file: &str, source: &str, inputs: Inputs) -> Result<(), S
                     *why,
                     "A client's attempts may depend only on its policy, its requests, the \
                      answers and its clock.",
+                ),
+                Inputs::InFlight => (
+                    *why,
+                    "A limit's answers may depend only on its policy, its requests, what is in \
+                     flight and its clock.",
                 ),
             };
             return Err(format!(

@@ -58,11 +58,13 @@ pub const RACE: Group = group("race", Check::Race, Tier::Races);
 pub const FAULT: Group = group("fault", Check::Fault, Tier::Slow);
 pub const END_TO_END: Group = group("end_to_end", Check::EndToEnd, Tier::Slow);
 pub const SOURCE: Group = group("source", Check::Source, Tier::Quick);
+/// A controller against a simulated server, step by step (lesson 12).
+pub const SIMULATION: Group = group("simulation", Check::Property, Tier::Properties);
 
 /// Every group. A lesson that runs the shared checks once per rule nests
 /// them in a module per rule (`gcra::config::every_pair_of_faults`).
-pub const GROUPS: [Group; 10] = [
-    EXAMPLES, CONFIG, PROPERTY, SLOW, SNAPSHOT, LOOM, RACE, FAULT, END_TO_END, SOURCE,
+pub const GROUPS: [Group; 11] = [
+    EXAMPLES, CONFIG, PROPERTY, SLOW, SNAPSHOT, LOOM, RACE, FAULT, END_TO_END, SOURCE, SIMULATION,
 ];
 
 const fn group(module: &'static str, check: Check, tier: Tier) -> Group {

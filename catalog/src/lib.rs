@@ -22,11 +22,13 @@ pub mod groups;
 mod layers;
 pub mod mistake;
 mod parse;
+mod patterns;
 mod problems;
 #[cfg(test)]
 mod sizes;
 
 pub use generate::{build_script, generate, write_if_changed};
+pub use patterns::{matches, milestone_of};
 pub use problems::{book_problems, problems};
 
 /// The rules a lesson may follow: the variants of the harness's
@@ -68,6 +70,11 @@ pub enum Kind {
     /// calls and answers in virtual time, in process and against lesson
     /// 07's reference over a loopback socket; its budget raced under loom.
     HttpClient,
+    /// Permits, a concurrency-limit layer, a load shedder, a delay queue
+    /// and adaptive controllers: scripts of requests in virtual time through
+    /// the layers, the permits raced under loom, the controllers against a
+    /// simulated server, and the layers in a real axum server on loopback.
+    InFlight,
 }
 
 /// What `cargo run -- serve` serves of a lesson ([`Kind::serves`]).
@@ -124,7 +131,7 @@ pub struct KindFacts {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Limiter,
         Kind::SharedLimiter,
         Kind::HttpLayer,
@@ -132,6 +139,7 @@ impl Kind {
         Kind::BoundedLimiter,
         Kind::AsyncRedisLimiter,
         Kind::HttpClient,
+        Kind::InFlight,
     ];
 
     /// Everything the kata's tools know of the kind, in one place.
@@ -227,6 +235,18 @@ impl Kind {
                 concurrent: false,
                 allocator: None,
                 meets: Some(7),
+            },
+            // Its end-to-end checks serve its own layers on loopback.
+            Kind::InFlight => KindFacts {
+                id: "in-flight",
+                module: "inflight",
+                needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: false,
+                measured_as: None,
+                concurrent: true,
+                allocator: None,
+                meets: None,
             },
         }
     }
@@ -333,50 +353,6 @@ pub struct Milestone {
     /// Test names, where `*` stands for any text (`examples::case_1_*`,
     /// `*::loom::*`).
     pub checks: Vec<String>,
-}
-
-/// Whether `pattern` (where `*` stands for any text) matches the whole of
-/// `name`.
-pub fn matches(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let (first, rest) = parts.split_first().expect("split gives one part at least");
-    let Some(mut left) = name.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return left.is_empty();
-    };
-    for part in middle {
-        match left.find(part) {
-            Some(at) => left = &left[at + part.len()..],
-            None => return false,
-        }
-    }
-    left.len() >= last.len() && left.ends_with(last)
-}
-
-/// The milestone a check (a test's name) belongs to: the one with the most
-/// specific pattern that matches it (the most characters other than `*`;
-/// the earlier milestone on a tie), so that a general pattern
-/// (`fixed_window::property::*`) and an exception to it
-/// (`*::property::agrees_with_model_under_a_bound`) can sit in two
-/// milestones. `None` when there are no milestones or no pattern matches.
-pub fn milestone_of<'m>(milestones: &'m [Milestone], test: &str) -> Option<&'m Milestone> {
-    let mut best: Option<(&Milestone, usize)> = None;
-    for milestone in milestones {
-        for pattern in &milestone.checks {
-            let score = specificity(pattern);
-            if matches(pattern, test) && best.is_none_or(|(_, s)| score > s) {
-                best = Some((milestone, score));
-            }
-        }
-    }
-    best.map(|(m, _)| m)
-}
-
-/// How specific a pattern is: its characters other than `*`.
-fn specificity(pattern: &str) -> usize {
-    pattern.chars().filter(|c| *c != '*').count()
 }
 
 impl Lesson {

@@ -1,0 +1,499 @@
+//! Lesson 12's checks, written once: each check as a method of
+//! [`InflightLesson`].
+
+use std::time::Duration;
+
+use super::adapt::{self, Fixed, SERVER};
+use super::drive::{Built, InflightVariant, Service};
+use super::gen::{self, drop_at, req, Family};
+use super::model::{self, expected, AimdModel, GradientModel, QueueModel};
+use super::sim::{run_script, seconds, Script, Under};
+use super::verdict::{
+    build, checked, describe, difference, follow, list, named, permits_run, queue_run, simulate,
+};
+use super::{Admit, AimdPolicy, DelayPolicy, GradientPolicy, PolicyError, ShedPolicy, Timestamp};
+use crate::kind::{Facts, Kind, Subjects};
+use crate::subject::Subject;
+use crate::trial::Named;
+use crate::watchdog::{time_limit, watched, Stop};
+
+/// Lesson 12: what the catalog says of it, and its subjects.
+pub struct InflightLesson {
+    pub facts: Facts,
+    subjects: Subjects<InflightVariant>,
+}
+
+impl Kind for InflightLesson {
+    type Variant = InflightVariant;
+
+    fn new(facts: Facts, subjects: Subjects<InflightVariant>) -> InflightLesson {
+        InflightLesson { facts, subjects }
+    }
+}
+
+fn shed(limit: usize, reserved: usize, per_key: usize) -> Under {
+    Under::Shed(ShedPolicy {
+        limit,
+        reserved,
+        per_key,
+        retry_after: Duration::from_secs(2),
+    })
+}
+
+/// The named scripts: drawn, compared with their snapshots, and shown by
+/// `cargo run -- compare 12 NAME`.
+pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
+    // Five requests, two permits: the others wait their turn.
+    ("first_look", || Script {
+        under: Under::Concurrency(2),
+        requests: (0..5).map(|i| req(i * 10, 60, 20)).collect(),
+    }),
+    // A long body keeps its permit: the next request waits for its end,
+    // not for its headers.
+    ("the_body_holds_the_permit", || Script {
+        under: Under::Concurrency(1),
+        requests: vec![req(0, 10, 100), req(5, 10, 0), req(20, 10, 0)],
+    }),
+    // Callers that drop: one while it waits, one inside, one mid-body,
+    // and one that was ready and never called.
+    ("dropped_at_every_await", || {
+        let mut r: Vec<_> = (0..6).map(|i| req(i * 5, 40, 40)).collect();
+        r[1].drop_at = drop_at(60);
+        r[2].drop_at = drop_at(20);
+        r[3].gives_up = true;
+        r[4].drop_at = drop_at(150);
+        Script {
+            under: Under::Concurrency(2),
+            requests: r,
+        }
+    }),
+    // Three permits, one kept for critical requests; two per key.
+    ("shed_with_a_reserved_share", || {
+        let mut r: Vec<_> = (0..7).map(|i| req(i * 5, 60, 0)).collect();
+        for (i, x) in r.iter_mut().enumerate() {
+            x.key = Some(if i % 3 == 0 { 'b' } else { 'a' });
+        }
+        r[3].critical = true;
+        r[5].critical = true;
+        Script {
+            under: shed(3, 1, 2),
+            requests: r,
+        }
+    }),
+    // nginx's `rate=10r/s burst=3`: each is delayed to its turn, the
+    // fifth refused.
+    ("delay_queue", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 10,
+            burst: 3,
+            delay: 0,
+        }),
+        requests: (0..5)
+            .map(|i| req(i, 5, 0))
+            .chain([req(450, 5, 0)])
+            .collect(),
+    }),
+    // The same with `delay=2`: the first three go at once.
+    ("delay_queue_two_at_once", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 10,
+            burst: 3,
+            delay: 2,
+        }),
+        requests: (0..5).map(|i| req(i, 5, 0)).collect(),
+    }),
+];
+
+/// The controllers the simulation tier runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Adaptive {
+    Aimd,
+    Gradient,
+}
+
+/// The contract's controllers against [`SERVER`].
+pub const AIMD: AimdPolicy = AimdPolicy {
+    min: 1,
+    max: 200,
+    initial: 10,
+    backoff_percent: 90,
+    timeout: Duration::from_millis(25),
+};
+
+pub const GRADIENT: GradientPolicy = GradientPolicy {
+    min: 1,
+    max: 200,
+    initial: 10,
+    tolerance_percent: 150,
+};
+
+/// One policy of lesson 12, for the config checks.
+#[derive(Clone, Copy, Debug)]
+pub enum Policy {
+    Permits(usize, usize),
+    Shed(ShedPolicy),
+    Delay(DelayPolicy),
+    Aimd(AimdPolicy),
+    Gradient(GradientPolicy),
+}
+
+impl Policy {
+    pub fn contract(&self) -> Result<(), PolicyError> {
+        match self {
+            Policy::Permits(l, r) => model::refuses_permits(*l, *r),
+            Policy::Shed(p) => model::refuses_shed(p),
+            Policy::Delay(p) => model::refuses_delay(p),
+            Policy::Aimd(p) => model::refuses_aimd(p),
+            Policy::Gradient(p) => model::refuses_gradient(p),
+        }
+        .map_or(Ok(()), Err)
+    }
+
+    fn built(&self, v: InflightVariant) -> (String, Result<(), PolicyError>) {
+        fn ok<T>(b: Built<T>) -> Result<(), PolicyError> {
+            b.map(|_| ())
+        }
+        let inner = || Service::new(tower::service_fn(|_| async { unreachable!() }));
+        match *self {
+            Policy::Permits(l, r) => (format!("Permits::new({l}, {r})"), ok((v.permits)(l, r))),
+            Policy::Shed(p) => (format!("ShedLayer::new({p:?})"), ok((v.shed)(p, inner()))),
+            Policy::Delay(p) => (format!("DelayQueue::new({p:?})"), ok((v.queue)(p))),
+            Policy::Aimd(p) => (format!("Aimd::new({p:?})"), ok((v.aimd)(p))),
+            Policy::Gradient(p) => (format!("Gradient::new({p:?})"), ok((v.gradient)(p))),
+        }
+    }
+}
+
+impl InflightLesson {
+    pub fn subject(&self) -> Subject {
+        self.subjects.subject
+    }
+
+    pub fn tested(&self) -> InflightVariant {
+        self.subjects.tested()
+    }
+
+    pub fn reference(&self) -> InflightVariant {
+        self.subjects.reference()
+    }
+
+    fn whose(&self) -> String {
+        match self.subject() {
+            Subject::Learner => format!("your limits ({})", self.tested().file),
+            other => format!("{other} ({})", self.tested().file),
+        }
+    }
+
+    fn who(&self) -> String {
+        match self.subject() {
+            Subject::Learner => "your limits".into(),
+            other => other.to_string(),
+        }
+    }
+
+    fn fail(&self, what: &str, message: &str) -> ! {
+        panic!("{}", self.facts.failure(what, &self.whose(), message))
+    }
+
+    /// Runs `work` watched: a panic or a hang is a failure with its place.
+    fn watched<R: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> R {
+        match watched(time_limit(), |_| String::new(), work) {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => self.fail(what, &e),
+            Err(Stop::Panicked(e) | Stop::Hung(e)) => self.fail(what, &e),
+        }
+    }
+
+    /// Fails, naming the line, if the file reads the real clock, sleeps on
+    /// tokio's, or takes its permits from tokio.
+    pub fn uses_only_its_inputs(&self) {
+        let v = self.tested();
+        if let Err(e) =
+            crate::source::check_inputs_of(v.file, v.source, crate::source::Inputs::InFlight)
+        {
+            panic!("{e}");
+        }
+    }
+
+    /// Fails, naming the line, if the file takes locks or atomics from
+    /// anywhere but `super::sync`.
+    pub fn uses_only_the_sync_facade(&self) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_sync_imports(v.file, v.source) {
+            panic!("{e}");
+        }
+    }
+
+    /// The policy is refused, or not, as the contract says.
+    pub fn policy(&self, policy: Policy, expected: Result<(), PolicyError>) {
+        assert_eq!(
+            policy.contract(),
+            expected,
+            "the case disagrees with the contract"
+        );
+        let v = self.tested();
+        let (call, got) = self.watched("a policy", move || Ok(policy.built(v)));
+        if got != expected {
+            self.fail(
+                &call,
+                &format!("it answers {got:?}; the contract answers {expected:?}"),
+            );
+        }
+    }
+
+    /// The delay queue of `policy` answers requests at `arrivals` (ms) as
+    /// `expected` says, and as the model does.
+    pub fn admits(&self, policy: DelayPolicy, arrivals: &[u64], expected: &[Admit]) {
+        let at: Vec<Timestamp> = arrivals
+            .iter()
+            .map(|&a| Timestamp::from_millis(a))
+            .collect();
+        let mut m = QueueModel::new(policy);
+        let contract: Vec<Admit> = at.iter().map(|&t| m.admit(t)).collect();
+        assert_eq!(
+            contract, expected,
+            "the example disagrees with the contract"
+        );
+        let v = self.tested();
+        self.watched("DelayQueue::admit", move || queue_run(v, policy, &at));
+    }
+
+    /// Runs one property of `cases` cases; its failure shows the smallest
+    /// case found, as `show` says it.
+    fn property<T: std::fmt::Debug + Clone + Send + 'static>(
+        &self,
+        what: &str,
+        cases: u32,
+        strategy: &impl proptest::strategy::Strategy<Value = T>,
+        show: fn(&T) -> String,
+        check: impl Fn(&T) -> Result<(), String> + Clone + Send + 'static,
+    ) {
+        if let Err(f) = crate::run::run_cases(
+            self.who(),
+            cases,
+            1_000,
+            strategy,
+            |_, _| String::new(),
+            check,
+        ) {
+            self.fail(
+                what,
+                &format!(
+                    "{}\n\nThe smallest case found: {}",
+                    f.reason,
+                    show(&f.value)
+                ),
+            );
+        }
+    }
+
+    /// Random policies and arrivals: every answer is the model's.
+    pub fn queue_agrees_with_model(&self, cases: u32) {
+        let v = self.tested();
+        self.property(
+            "DelayQueue::admit",
+            cases,
+            &gen::arrivals(),
+            |(p, a)| format!("{p:?}, arrivals at {}", list(a.iter().map(|t| seconds(*t)))),
+            move |(p, a)| queue_run(v, *p, a),
+        );
+    }
+
+    /// Random scripts of the family through the tested layer: each
+    /// request's events are the contract's.
+    pub fn agrees_with_model(&self, family: Family, cases: u32) {
+        let v = self.tested();
+        self.property(
+            "a script",
+            cases,
+            &gen::script(family),
+            describe,
+            move |s| checked(v, s).map(|_| ()),
+        );
+    }
+
+    /// Takes, give-backs and new limits, one at a time: each take answers
+    /// as the contract says, and `in_flight` counts what is held.
+    pub fn permits_agree_with_model(&self, cases: u32) {
+        let v = self.tested();
+        self.property(
+            "Permits",
+            cases,
+            &gen::permit_steps(),
+            |(l, r, steps)| format!("Permits::new({l}, {r}), then {steps:?}"),
+            move |(limit, reserved, steps)| permits_run(v, *limit, *reserved, steps),
+        );
+    }
+
+    /// Random samples: the controller's limit after each is the model's.
+    pub fn controller_agrees_with_model(&self, which: Adaptive, cases: u32) {
+        let v = self.tested();
+        match which {
+            Adaptive::Aimd => self.property(
+                "Aimd",
+                cases,
+                &gen::aimd(),
+                |(p, s)| format!("{p:?}, samples {s:?}"),
+                move |(p, samples)| {
+                    let mut m = AimdModel::new(*p);
+                    let c = (v.aimd)(*p).map_err(|e| format!("Aimd::new refused {p:?}: {e}"))?;
+                    follow(c, samples, |s| {
+                        m.on_sample(s);
+                        m.limit
+                    })
+                },
+            ),
+            Adaptive::Gradient => self.property(
+                "Gradient",
+                cases,
+                &gen::gradient(),
+                |(p, s)| format!("{p:?}, samples {s:?}"),
+                move |(p, samples)| {
+                    let mut m = GradientModel::new(*p);
+                    let c = (v.gradient)(*p)
+                        .map_err(|e| format!("Gradient::new refused {p:?}: {e}"))?;
+                    follow(c, samples, |s| {
+                        m.on_sample(s);
+                        m.limit
+                    })
+                },
+            ),
+        }
+    }
+
+    /// The simulation tier: the controller, setting the limit of the
+    /// file's permits, against the server whose latency grows with load:
+    /// into the contract's band, and back off when the server halves.
+    pub fn converges(&self, which: Adaptive) {
+        let v = self.tested();
+        let (steps, bands) = self.watched("the simulation", move || simulate(v, which));
+        if let Some(e) = adapt::outside(&steps, bands) {
+            self.fail(
+                &format!("{which:?} against a server whose latency grows with load"),
+                &format!(
+                    "{e}.\nThe server serves {} at once, {:?} each, and half as many from step \
+                     {}; the controller is {}.\nThe limit, every ten steps:\n{}",
+                    SERVER.capacity,
+                    SERVER.base,
+                    adapt::HALVES_AT,
+                    match which {
+                        Adaptive::Aimd => format!("{AIMD:?}"),
+                        Adaptive::Gradient => format!("{GRADIENT:?}"),
+                    },
+                    adapt::draw(&steps)
+                ),
+            );
+        }
+    }
+
+    /// The named script's drawing is the contract's, and its snapshot's.
+    pub fn named_snapshot(&self, name: &str) {
+        let s = named(name);
+        let reference = self.reference();
+        let contract = self.watched("the reference", {
+            let s = s.clone();
+            move || checked(reference, &s).map(|log| super::draw::draw(&s, &log.events))
+        });
+        let model = super::draw::draw(&s, &expected(&s));
+        let v = self.tested();
+        let tested = self.watched(name, {
+            let s = s.clone();
+            move || checked(v, &s).map(|log| super::draw::draw(&s, &log.events))
+        });
+        crate::snapshot::assert_snapshot(
+            (self.facts.root, self.facts.number, name),
+            &describe(&s),
+            [&tested, &contract, &model],
+            &self.whose(),
+        );
+    }
+
+    /// The simulation's drawings and the table the text quotes, for the
+    /// reference and the contract's controllers.
+    pub fn adaptive_snapshot(&self) {
+        let table = |v: InflightVariant| -> Result<String, String> {
+            let (aimd, _) = simulate(v, Adaptive::Aimd)?;
+            let (gradient, _) = simulate(v, Adaptive::Gradient)?;
+            let mut rows = vec![];
+            for n in [5, 20, 50, 200] {
+                let permits = (v.permits)(n, 0).map_err(|e| e.to_string())?;
+                rows.push((
+                    format!("fixed at {n}"),
+                    adapt::run(SERVER, &*permits, &mut Fixed(n))?,
+                ));
+            }
+            rows.push(("AIMD".into(), aimd.clone()));
+            rows.push(("gradient".into(), gradient.clone()));
+            Ok(format!(
+                "{}\nAIMD:\n{}\ngradient:\n{}",
+                adapt::table(&rows),
+                adapt::draw(&aimd),
+                adapt::draw(&gradient)
+            ))
+        };
+        let (v, r) = (self.tested(), self.reference());
+        let contract = self.watched("the reference", move || table(r));
+        let tested = self.watched("the simulation", move || table(v));
+        crate::snapshot::assert_snapshot(
+            (self.facts.root, self.facts.number, "adaptive"),
+            "fixed limits, AIMD and the gradient against the simulated server",
+            [&tested, &contract, &contract],
+            &self.whose(),
+        );
+    }
+
+    /// `cargo run -- compare 12 NAME`: the tested file's log and drawing
+    /// beside the reference's.
+    pub fn print_comparison(&self, which: &str) {
+        let name = super::comparison(Some(which).filter(|w| !w.trim().is_empty()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let s = named(&name);
+        let show = |v: InflightVariant| -> String {
+            let s2 = s.clone();
+            match watched(
+                time_limit(),
+                |_| String::new(),
+                move || run_script(&s2, &|u, c, i| build(v, u, c, i)),
+            ) {
+                Ok(Ok(log)) => format!(
+                    "{}\n{}{}",
+                    super::draw::draw(&s, &log.events),
+                    log.text(),
+                    match difference(&s, &log) {
+                        None => "keeps the contract".to_string(),
+                        Some(e) => e,
+                    }
+                ),
+                Ok(Err(e)) => e,
+                Err(stop) => stop.text().to_string(),
+            }
+        };
+        crate::trial::println(format_args!(
+            "script {name}: {}\n\n{}:\n{}\nthe reference:\n{}",
+            describe(&s),
+            self.whose(),
+            show(self.tested()),
+            show(self.reference())
+        ));
+    }
+
+    /// Loom: one race on the permits, over every schedule.
+    pub fn permits_race(&self, race: super::race::Race) {
+        let v = self.tested();
+        if let Err(e) =
+            crate::scenarios::explore_with(format!("{race:?}"), move || race.breaks(v.permits_loom))
+        {
+            self.fail("Permits under loom", &e);
+        }
+    }
+
+    /// The end-to-end checks, over a real axum server on loopback.
+    pub fn end_to_end(&self, check: super::serve::Check) {
+        let v = self.tested();
+        self.watched("over loopback", move || super::serve::run(check, v));
+    }
+}

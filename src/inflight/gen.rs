@@ -1,0 +1,245 @@
+//! Lesson 12's scripts and samples, as proptest strategies. A script's
+//! requests come at whole milliseconds, its inner service's latencies and
+//! bodies last whole milliseconds and a microsecond, and its drops fall a
+//! further 3 µs past a millisecond: things that happen at one instant are
+//! things the contract orders, never a tie of chance.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::sim::{Req, Script, Under};
+use super::{AimdPolicy, DelayPolicy, GradientPolicy, Sample, ShedPolicy, Timestamp};
+
+/// The families of scripts.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Family {
+    /// Through the concurrency limit: waits, bodies, drops, give-ups.
+    Concurrency,
+    /// Through the shedder: keys, priorities and the reserved share.
+    Shed,
+    /// Through the delay queue: bursts, delays, refusals.
+    Delay,
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+/// One request at `at` ms, answered after `latency` ms and its body ended
+/// `body` ms later (each and a microsecond).
+pub fn req(at: u64, latency: u64, body: u64) -> Req {
+    Req {
+        at: Timestamp::from_millis(at),
+        key: None,
+        critical: false,
+        latency: ms(latency) + Duration::from_micros(1),
+        body: ms(body) + Duration::from_micros(1),
+        drop_at: None,
+        gives_up: false,
+    }
+}
+
+/// The instant a request's caller drops it: `at` ms and 3 µs.
+pub fn drop_at(at: u64) -> Option<Timestamp> {
+    Some(Timestamp::from_millis(at) + Duration::from_micros(3))
+}
+
+fn requests(
+    count: std::ops::RangeInclusive<usize>,
+    span: u64,
+    keys: bool,
+) -> impl Strategy<Value = Vec<Req>> {
+    prop::collection::vec(
+        (
+            0..span,
+            0u64..80,
+            0u64..80,
+            prop::option::weighted(0.25, 0u64..150),
+            prop::bool::weighted(0.1),
+            prop::option::weighted(0.8, 0u8..3),
+            prop::bool::weighted(0.3),
+        ),
+        count,
+    )
+    .prop_map(move |mut raw| {
+        raw.sort_by_key(|r| r.0);
+        raw.into_iter()
+            .map(
+                |(at, latency, body, dropped, gives_up, key, critical)| Req {
+                    drop_at: dropped.and_then(|d| drop_at(at + d)),
+                    gives_up,
+                    key: key.filter(|_| keys).map(|k| (b'a' + k) as char),
+                    critical: critical && keys,
+                    ..req(at, latency, body)
+                },
+            )
+            .collect()
+    })
+}
+
+/// A script of the family.
+pub fn script(family: Family) -> BoxedStrategy<Script> {
+    match family {
+        Family::Concurrency => (1usize..=4, requests(1..=12, 200, false))
+            .prop_map(|(limit, requests)| Script {
+                under: Under::Concurrency(limit),
+                requests,
+            })
+            .boxed(),
+        Family::Shed => (shed_policy(), requests(1..=14, 200, true))
+            .prop_map(|(policy, requests)| Script {
+                under: Under::Shed(policy),
+                requests,
+            })
+            .boxed(),
+        Family::Delay => (delay_policy(), requests(1..=14, 2_000, false))
+            .prop_map(|(policy, requests)| Script {
+                under: Under::Delay(policy),
+                requests,
+            })
+            .boxed(),
+    }
+}
+
+pub fn shed_policy() -> impl Strategy<Value = ShedPolicy> {
+    (1usize..=4, 0usize..4, 1usize..=3, 1u64..=5).prop_map(|(limit, reserved, per_key, secs)| {
+        ShedPolicy {
+            limit,
+            reserved: reserved.min(limit - 1),
+            per_key,
+            retry_after: Duration::from_secs(secs),
+        }
+    })
+}
+
+pub fn delay_policy() -> impl Strategy<Value = DelayPolicy> {
+    (
+        prop_oneof![1u32..=20, Just(3), Just(7), 1_000u32..=1_000_000],
+        0u32..=5,
+        0u32..=5,
+    )
+        .prop_map(|(rate, burst, delay)| DelayPolicy {
+            rate,
+            burst,
+            delay: delay.min(burst),
+        })
+}
+
+/// A delay queue's policy and the arrivals it is asked about (ns, in
+/// order, bunched and spread).
+pub fn arrivals() -> impl Strategy<Value = (DelayPolicy, Vec<Timestamp>)> {
+    (
+        delay_policy(),
+        prop::collection::vec(
+            prop_oneof![
+                3 => Just(0u64),
+                3 => 0u64..2_000_000,
+                3 => 0u64..400_000_000,
+                1 => 0u64..5_000_000_000,
+            ],
+            1..40,
+        ),
+    )
+        .prop_map(|(policy, gaps)| {
+            let mut at = 0u64;
+            let arrivals = gaps
+                .into_iter()
+                .map(|g| {
+                    at += g;
+                    Timestamp::from_nanos(at)
+                })
+                .collect();
+            (policy, arrivals)
+        })
+}
+
+fn sample() -> impl Strategy<Value = Sample> {
+    (
+        prop_oneof![
+            3 => 1u64..40,
+            1 => 40u64..400,
+            1 => Just(10u64),
+        ],
+        0usize..120,
+        prop::bool::weighted(0.08),
+    )
+        .prop_map(|(latency, in_flight, dropped)| Sample {
+            latency: ms(latency),
+            in_flight,
+            dropped,
+        })
+}
+
+fn bounds() -> impl Strategy<Value = (usize, usize, usize)> {
+    (1usize..20, 0usize..200, 0usize..200).prop_map(|(min, span, at)| {
+        let max = min + span;
+        (min, max, min + at % (span + 1))
+    })
+}
+
+pub fn aimd() -> impl Strategy<Value = (AimdPolicy, Vec<Sample>)> {
+    (
+        bounds(),
+        1u32..=99,
+        1u64..60,
+        prop::collection::vec(sample(), 1..120),
+    )
+        .prop_map(|((min, max, initial), backoff_percent, timeout, samples)| {
+            (
+                AimdPolicy {
+                    min,
+                    max,
+                    initial,
+                    backoff_percent,
+                    timeout: ms(timeout),
+                },
+                samples,
+            )
+        })
+}
+
+pub fn gradient() -> impl Strategy<Value = (GradientPolicy, Vec<Sample>)> {
+    (
+        bounds(),
+        prop_oneof![Just(100u32), 100u32..400],
+        prop::collection::vec(sample(), 1..120),
+    )
+        .prop_map(|((min, max, initial), tolerance_percent, samples)| {
+            (
+                GradientPolicy {
+                    min,
+                    max,
+                    initial,
+                    tolerance_percent,
+                },
+                samples,
+            )
+        })
+}
+
+/// What one step of a permits property does.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    Take(bool),
+    GiveBack(usize),
+    SetLimit(usize),
+}
+
+/// Permits' terms and a sequence of takes (critical or not), give-backs
+/// (of the i-th held, modulo) and new limits.
+pub fn permit_steps() -> impl Strategy<Value = (usize, usize, Vec<Step>)> {
+    (1usize..=5, 0usize..5).prop_flat_map(|(limit, reserved)| {
+        let reserved = reserved.min(limit - 1);
+        let step = prop_oneof![
+            5 => any::<bool>().prop_map(Step::Take),
+            3 => (0usize..8).prop_map(Step::GiveBack),
+            1 => (reserved + 1..=6).prop_map(Step::SetLimit),
+        ];
+        (
+            Just(limit),
+            Just(reserved),
+            prop::collection::vec(step, 1..40),
+        )
+    })
+}

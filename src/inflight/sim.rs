@@ -1,0 +1,367 @@
+//! Lesson 12's world in process, on virtual time: a script of requests
+//! (when each comes, its key and priority, how long the inner service takes
+//! to answer and then to send its body, and when its caller drops it), a
+//! slow inner service that logs when each request reaches it, the driver of
+//! [`crate::virtual_time`] that sends them through a learner's layer, and
+//! the log of what happened, which the model checks and the drawings show.
+
+use std::convert::Infallible;
+use std::fmt::Write as _;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::{Body, Bytes};
+use axum::http::{header::RETRY_AFTER, Request, Response};
+use http_body::Frame;
+use http_body_util::BodyExt;
+use tower::{Service as _, ServiceExt};
+
+use super::drive::Service;
+use super::{DelayPolicy, ManualClock, ShedPolicy, Sleep, Timestamp, KEY, PRIORITY};
+use crate::virtual_time::{run, Stuck, Task, Watch, HORIZON, MOST_STEPS};
+
+/// Which of the learner's layers a script runs through.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Under {
+    /// `ConcurrencyLimitLayer::new(limit)`.
+    Concurrency(usize),
+    Shed(ShedPolicy),
+    Delay(DelayPolicy),
+}
+
+/// One request of a script.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Req {
+    pub at: Timestamp,
+    /// Its `x-api-key` (`'a'`…), if it has one.
+    pub key: Option<char>,
+    pub critical: bool,
+    /// How long the inner service takes to answer, once it has it.
+    pub latency: Duration,
+    /// How long the answer's body then takes to end.
+    pub body: Duration,
+    /// When the caller drops it (its future, or the body it is reading).
+    pub drop_at: Option<Timestamp>,
+    /// Its caller waits for the service to be ready, then drops the
+    /// service without calling it.
+    pub gives_up: bool,
+}
+
+/// Requests through one layer.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct Script {
+    pub under: Under,
+    pub requests: Vec<Req>,
+}
+
+/// One thing that happened to a request, at an instant of virtual time.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub enum Event {
+    /// The caller asks for it.
+    Start { request: usize, at: Timestamp },
+    /// The service was ready, and its caller dropped it without a call.
+    GaveUp { request: usize, at: Timestamp },
+    /// The inner service got it.
+    Enter { request: usize, at: Timestamp },
+    /// The caller got its answer's status and `Retry-After`.
+    Headers {
+        request: usize,
+        at: Timestamp,
+        status: u16,
+        retry_after: Option<String>,
+    },
+    /// The caller read its answer's body to the end.
+    End { request: usize, at: Timestamp },
+    /// The caller dropped it.
+    Drop { request: usize, at: Timestamp },
+}
+
+impl Event {
+    pub fn request(&self) -> usize {
+        match self {
+            Event::Start { request, .. }
+            | Event::GaveUp { request, .. }
+            | Event::Enter { request, .. }
+            | Event::Headers { request, .. }
+            | Event::End { request, .. }
+            | Event::Drop { request, .. } => *request,
+        }
+    }
+
+    pub fn at(&self) -> Timestamp {
+        match self {
+            Event::Start { at, .. }
+            | Event::GaveUp { at, .. }
+            | Event::Enter { at, .. }
+            | Event::Headers { at, .. }
+            | Event::End { at, .. }
+            | Event::Drop { at, .. } => *at,
+        }
+    }
+
+    /// As a log shows it: `  0.250 s  #3 enters`.
+    pub fn line(&self) -> String {
+        let what = match self {
+            Event::Start { .. } => "asks".to_string(),
+            Event::GaveUp { .. } => "was ready, and its caller gave up".to_string(),
+            Event::Enter { .. } => "enters the inner service".to_string(),
+            Event::Headers {
+                status,
+                retry_after,
+                ..
+            } => match retry_after {
+                Some(r) => format!("is answered {status}, Retry-After: {r}"),
+                None => format!("is answered {status}"),
+            },
+            Event::End { .. } => "has read its body to the end".to_string(),
+            Event::Drop { .. } => "is dropped by its caller".to_string(),
+        };
+        format!("{:>9}  #{} {what}", seconds(self.at()), self.request())
+    }
+}
+
+/// An instant in seconds, to the microsecond: `0.250001 s`.
+pub fn seconds(at: Timestamp) -> String {
+    let ns = at.as_nanos();
+    let micros = ns / 1_000;
+    let text = format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000);
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text} s")
+}
+
+/// What happened in a run: its events in order, and, if it could not
+/// finish, why.
+#[derive(Clone, Debug, Default)]
+pub struct Log {
+    pub events: Vec<Event>,
+    pub stuck: Option<String>,
+}
+
+impl Log {
+    /// Each request's events, in order.
+    pub fn of(&self, request: usize) -> Vec<Event> {
+        self.events
+            .iter()
+            .filter(|e| e.request() == request)
+            .cloned()
+            .collect()
+    }
+
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for e in &self.events {
+            let _ = writeln!(out, "{}", e.line());
+        }
+        if let Some(s) = &self.stuck {
+            let _ = writeln!(out, "  (stuck: {s})");
+        }
+        out
+    }
+}
+
+/// The header the inner service finds a request's number in.
+pub const REQUEST: &str = "x-request";
+
+type Shared = Arc<Mutex<Vec<Event>>>;
+
+fn log(events: &Shared, event: Event) {
+    events.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+}
+
+/// The slow inner service: logs when a request reaches it, answers 200
+/// after the request's latency and ends the body after its body time.
+#[derive(Clone)]
+pub struct Inner {
+    clock: ManualClock,
+    requests: Arc<Vec<Req>>,
+    events: Shared,
+}
+
+impl tower::Service<Request<Body>> for Inner {
+    type Response = Response<Body>;
+    type Error = Infallible;
+    type Future =
+        Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let at = self.clock.now();
+        let id = request
+            .headers()
+            .get(REQUEST)
+            .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+            .unwrap_or(usize::MAX);
+        log(&self.events, Event::Enter { request: id, at });
+        let (latency, body) = self
+            .requests
+            .get(id)
+            .map_or((Duration::ZERO, Duration::ZERO), |r| (r.latency, r.body));
+        let clock = self.clock.clone();
+        Box::pin(async move {
+            let answered = at + latency;
+            clock.sleep_until(answered).await;
+            let sleep = clock.sleep_until(answered + body);
+            Ok(Response::new(Body::new(SlowBody { sleep: Some(sleep) })))
+        })
+    }
+}
+
+/// A body that ends when its sleep does.
+struct SlowBody {
+    sleep: Option<Sleep>,
+}
+
+impl http_body::Body for SlowBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.sleep.as_mut() {
+            Some(sleep) => match sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.sleep = None;
+                    Poll::Ready(None)
+                }
+                Poll::Pending => Poll::Pending,
+            },
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+/// The request the caller sends for `r`, numbered `id`.
+fn request(id: usize, r: &Req) -> Request<Body> {
+    let mut builder = Request::builder().uri("/work").header(REQUEST, id);
+    if let Some(k) = r.key {
+        builder = builder.header(KEY, k.to_string());
+    }
+    if r.critical {
+        builder = builder.header(PRIORITY, "critical");
+    }
+    builder.body(Body::empty()).expect("a valid request")
+}
+
+struct Starts(Shared);
+
+impl Watch<()> for Starts {
+    fn started(&mut self, id: usize, at: Timestamp) {
+        log(&self.0, Event::Start { request: id, at });
+    }
+
+    fn dropped(&mut self, id: usize, at: Timestamp) {
+        log(&self.0, Event::Drop { request: id, at });
+    }
+}
+
+/// The layer a script is under, around `inner`, built by `build`.
+pub type Build<'a> = &'a dyn Fn(Under, ManualClock, Service) -> Result<Service, String>;
+
+/// Runs `script` through the layer `build` makes, on virtual time, and
+/// returns its log. Every request's caller clones the one service.
+pub fn run_script(script: &Script, build: Build<'_>) -> Result<Log, String> {
+    let clock = ManualClock::new(Timestamp::ZERO);
+    let events: Shared = Arc::default();
+    let inner = Inner {
+        clock: clock.clone(),
+        requests: Arc::new(script.requests.clone()),
+        events: events.clone(),
+    };
+    let service = build(script.under, clock.clone(), Service::new(inner))?;
+    let tasks = script
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(id, r)| {
+            let (mut service, events, clock) = (service.clone(), events.clone(), clock.clone());
+            let (req, gives_up) = (request(id, r), r.gives_up);
+            Task {
+                at: r.at,
+                start: Box::new(move || {
+                    Box::pin(async move {
+                        let ready = service.ready().await;
+                        let Ok(service) = ready;
+                        if gives_up {
+                            log(
+                                &events,
+                                Event::GaveUp {
+                                    request: id,
+                                    at: clock.now(),
+                                },
+                            );
+                            return;
+                        }
+                        let Ok(response) = service.call(req).await;
+                        log(
+                            &events,
+                            Event::Headers {
+                                request: id,
+                                at: clock.now(),
+                                status: response.status().as_u16(),
+                                retry_after: response
+                                    .headers()
+                                    .get(RETRY_AFTER)
+                                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+                            },
+                        );
+                        let mut body = response.into_body();
+                        while let Some(Ok(_)) = body.frame().await {}
+                        log(
+                            &events,
+                            Event::End {
+                                request: id,
+                                at: clock.now(),
+                            },
+                        );
+                    }) as _
+                }),
+                drop_at: r.drop_at,
+            }
+        })
+        .collect();
+    drop(service);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("no runtime: {e}"))?;
+    let mut watch = Starts(events.clone());
+    let outcome = runtime.block_on(tokio::task::unconstrained(run(
+        tasks,
+        clock,
+        Arc::default(),
+        &mut watch,
+    )));
+    let stuck = outcome.err().map(|s| stuck_text(&s));
+    let events = std::mem::take(&mut *events.lock().unwrap_or_else(|p| p.into_inner()));
+    Ok(Log { events, stuck })
+}
+
+fn stuck_text(stuck: &Stuck) -> String {
+    let ids = |ids: &[usize]| {
+        ids.iter()
+            .map(|i| format!("#{i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match stuck {
+        Stuck::NeverWoken(waiting) => format!(
+            "{} still wait, and nothing will ever wake them: a permit that was never given \
+             back, or a waiter that was never woken",
+            ids(waiting)
+        ),
+        Stuck::PastHorizon(waiting, at) => format!(
+            "{} still wait {} after the last request came, for {at}",
+            ids(waiting),
+            seconds(Timestamp::ZERO + HORIZON)
+        ),
+        Stuck::TooManySteps => format!(
+            "the run took more than {MOST_STEPS} polls: a future that wakes itself for ever"
+        ),
+    }
+}

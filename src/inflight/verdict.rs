@@ -1,0 +1,258 @@
+//! How lesson 12's checks judge a run: a script's log against the
+//! contract's, event by event, with the message a learner reads; the delay
+//! queue, the permits and the controllers against their models; the
+//! simulation of a controller.
+
+use super::adapt::{self, Band, Step, SERVER};
+use super::checks::{Adaptive, AIMD, GRADIENT, SNAPSHOTS};
+use super::drive::{Controller, InflightVariant, Service};
+use super::gen;
+use super::model::{self, expected, QueueModel};
+use super::sim::{run_script, seconds, Event, Log, Script, Under};
+use super::{DelayPolicy, ManualClock, Priority, Timestamp};
+
+pub fn named(name: &str) -> Script {
+    let (_, make) = SNAPSHOTS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no script is named {name:?}"));
+    make()
+}
+
+pub fn list(items: impl Iterator<Item = String>) -> String {
+    items.collect::<Vec<_>>().join(", ")
+}
+
+/// The layer a script is under, of the file `v`, around `inner`.
+pub fn build(
+    v: InflightVariant,
+    under: Under,
+    clock: ManualClock,
+    inner: Service,
+) -> Result<Service, String> {
+    match under {
+        Under::Concurrency(limit) => (v.concurrency)(limit, inner)
+            .map_err(|e| format!("ConcurrencyLimitLayer::new({limit}) refused: {e}")),
+        Under::Shed(p) => {
+            (v.shed)(p, inner).map_err(|e| format!("ShedLayer::new({p:?}) refused: {e}"))
+        }
+        Under::Delay(p) => {
+            (v.delay)(p, clock, inner).map_err(|e| format!("DelayLayer::new({p:?}) refused: {e}"))
+        }
+    }
+}
+
+/// A script in words: its layer and its requests.
+pub fn describe(s: &Script) -> String {
+    let under = match s.under {
+        Under::Concurrency(l) => format!("ConcurrencyLimitLayer::new({l})"),
+        Under::Shed(p) => format!("ShedLayer::new({p:?})"),
+        Under::Delay(p) => format!("DelayLayer::new({p:?}, clock)"),
+    };
+    let requests = s.requests.iter().enumerate().map(|(i, r)| {
+        let mut parts = vec![format!("#{i} at {}", seconds(r.at))];
+        if let Some(k) = r.key {
+            parts.push(format!("key {k}"));
+        }
+        if r.critical {
+            parts.push("critical".into());
+        }
+        if r.gives_up {
+            parts.push("its caller gives up once ready".into());
+        } else {
+            parts.push(format!(
+                "answered after {} with a body of {}",
+                seconds(Timestamp::ZERO + r.latency),
+                seconds(Timestamp::ZERO + r.body)
+            ));
+        }
+        if let Some(d) = r.drop_at {
+            parts.push(format!("dropped at {}", seconds(d)));
+        }
+        parts.join(", ")
+    });
+    format!("under {under}: {}", list(requests))
+}
+
+/// The tested file's log of `s`, or why it breaks the contract.
+pub fn checked(v: InflightVariant, s: &Script) -> Result<Log, String> {
+    let log = run_script(s, &|u, c, i| build(v, u, c, i))?;
+    match difference(s, &log) {
+        None => Ok(log),
+        Some(e) => Err(e),
+    }
+}
+
+/// Where a log first parts from the contract's, as a message: the
+/// request, what it did and what the contract says, the log up to there
+/// and both drawings.
+pub fn difference(s: &Script, log: &Log) -> Option<String> {
+    let want = expected(s);
+    let mut first: Option<(Timestamp, usize, Option<Event>, Option<Event>)> = None;
+    for id in 0..s.requests.len() {
+        let got = log.of(id);
+        let wanted: Vec<Event> = want.iter().filter(|e| e.request() == id).cloned().collect();
+        let n = got.len().max(wanted.len());
+        if let Some(k) = (0..n).find(|&k| got.get(k) != wanted.get(k)) {
+            let (g, w) = (got.get(k).cloned(), wanted.get(k).cloned());
+            let at = [g.as_ref(), w.as_ref()]
+                .into_iter()
+                .flatten()
+                .map(Event::at)
+                .min()
+                .unwrap_or(Timestamp::MAX);
+            if first.as_ref().is_none_or(|f| at < f.0) {
+                first = Some((at, id, g, w));
+            }
+        }
+    }
+    let stuck = log
+        .stuck
+        .as_ref()
+        .map(|s| format!("\nThe run could not end: {s}."));
+    let Some((at, id, got, wanted)) = first else {
+        return stuck;
+    };
+    let said = |e: &Option<Event>| {
+        e.as_ref()
+            .map_or("nothing more".to_string(), |e| e.line().trim().to_string())
+    };
+    let upto: Vec<String> = log
+        .events
+        .iter()
+        .filter(|e| e.at() <= at)
+        .map(|e| e.line())
+        .collect();
+    let tail = &upto[upto.len().saturating_sub(12)..];
+    Some(format!(
+        "request #{id}: yours: {}\n           the contract: {}\n{}\nThe log up to there:\n{}\n\
+         In flight, yours:\n{}In flight, the contract's:\n{}\nThe script: {}",
+        said(&got),
+        said(&wanted),
+        stuck.unwrap_or_default(),
+        tail.join("\n"),
+        super::draw::draw(s, &log.events),
+        super::draw::draw(s, &want),
+        describe(s)
+    ))
+}
+
+pub fn queue_run(
+    v: InflightVariant,
+    policy: DelayPolicy,
+    arrivals: &[Timestamp],
+) -> Result<(), String> {
+    let q = (v.queue)(policy).map_err(|e| format!("DelayQueue::new refused {policy:?}: {e}"))?;
+    let mut m = QueueModel::new(policy);
+    for (i, t) in arrivals.iter().enumerate() {
+        let tat = m.tat;
+        let want = m.admit(*t);
+        let got = q.admit(*t);
+        if got != want {
+            return Err(format!(
+                "with {policy:?} (one request every {}), request #{i} at {} is answered \
+                 {got:?}; the contract answers {want:?}.\nThe queue had drained by {}, a \
+                 backlog of {} ahead of it; the requests came at {}.",
+                seconds(Timestamp::from_nanos(policy.interval())),
+                seconds(*t),
+                seconds(Timestamp::from_nanos(tat)),
+                seconds(Timestamp::from_nanos(tat.saturating_sub(t.as_nanos()))),
+                list(arrivals[..=i].iter().map(|t| seconds(*t)))
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub fn permits_run(
+    v: InflightVariant,
+    limit: usize,
+    reserved: usize,
+    steps: &[gen::Step],
+) -> Result<(), String> {
+    let permits = (v.permits)(limit, reserved)
+        .map_err(|e| format!("Permits::new({limit}, {reserved}) refused: {e}"))?;
+    let (mut held, mut cap) = (vec![], limit);
+    for (i, step) in steps.iter().enumerate() {
+        let before = format!(
+            "step {i} ({step:?}), with {} held of a limit of {cap}, {reserved} reserved",
+            held.len()
+        );
+        match *step {
+            gen::Step::Take(critical) => {
+                let priority = if critical {
+                    Priority::Critical
+                } else {
+                    Priority::Normal
+                };
+                let want = model::may_take(priority, held.len(), cap, reserved);
+                let got = permits.try_acquire(priority);
+                if got.is_some() != want {
+                    return Err(format!(
+                        "at {before}: try_acquire({priority:?}) gives {}; the contract gives {}",
+                        if got.is_some() { "a permit" } else { "none" },
+                        if want { "a permit" } else { "none" }
+                    ));
+                }
+                held.extend(got);
+            }
+            gen::Step::GiveBack(k) => {
+                if !held.is_empty() {
+                    held.remove(k % held.len());
+                }
+            }
+            gen::Step::SetLimit(n) => {
+                permits.set_limit(n);
+                cap = n.max(reserved + 1);
+            }
+        }
+        let counted = permits.in_flight();
+        if counted != held.len() {
+            return Err(format!(
+                "after {before}: in_flight() says {counted}; {} are held",
+                held.len()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Feeds `samples` to `c`: after each, its limit is `model`'s.
+pub fn follow(
+    mut c: Box<dyn Controller>,
+    samples: &[super::Sample],
+    mut model: impl FnMut(super::Sample) -> usize,
+) -> Result<(), String> {
+    for (i, s) in samples.iter().enumerate() {
+        let before = c.limit();
+        c.on_sample(*s);
+        let (got, want) = (c.limit(), model(*s));
+        if got != want {
+            return Err(format!(
+                "with the limit at {before}, sample #{i} ({s:?}) leaves it at {got}; the \
+                 contract leaves it at {want}. The samples so far: {:?}",
+                &samples[..=i]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The controller `which`, of the file `v`, against the contract's server.
+pub fn simulate(
+    v: InflightVariant,
+    which: Adaptive,
+) -> Result<(Vec<Step>, &'static [Band]), String> {
+    let (mut c, bands): (Box<dyn Controller>, &'static [Band]) = match which {
+        Adaptive::Aimd => (
+            (v.aimd)(AIMD).map_err(|e| e.to_string())?,
+            &adapt::AIMD_BANDS,
+        ),
+        Adaptive::Gradient => (
+            (v.gradient)(GRADIENT).map_err(|e| e.to_string())?,
+            &adapt::GRADIENT_BANDS,
+        ),
+    };
+    let permits = (v.permits)(c.limit(), 0).map_err(|e| e.to_string())?;
+    Ok((adapt::run(SERVER, &*permits, &mut *c)?, bands))
+}
