@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::drive::{Controller, Permits};
-use super::{Priority, Sample};
+use super::{AimdPolicy, GradientPolicy, Priority, Sample};
 
 /// The server of the simulation, whose capacity can drop at a step.
 #[derive(Clone, Copy, Debug)]
@@ -249,3 +249,26 @@ pub fn table(rows: &[(String, Vec<Step>)]) -> String {
     }
     out
 }
+
+/// The controllers the simulation tier runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Adaptive {
+    Aimd,
+    Gradient,
+}
+
+/// The contract's controllers against [`SERVER`].
+pub const AIMD: AimdPolicy = AimdPolicy {
+    min: 1,
+    max: 200,
+    initial: 10,
+    backoff_percent: 90,
+    timeout: Duration::from_millis(25),
+};
+
+pub const GRADIENT: GradientPolicy = GradientPolicy {
+    min: 1,
+    max: 200,
+    initial: 10,
+    tolerance_percent: 150,
+};

@@ -1,20 +1,17 @@
 //! Lesson 12's checks, written once: each check as a method of
 //! [`InflightLesson`].
 
-use std::time::Duration;
-
-use super::adapt::{self, Fixed, SERVER};
+use super::adapt::{self, Adaptive, Fixed, AIMD, GRADIENT, SERVER};
 use super::drive::{Built, InflightVariant, Service};
-use super::gen::{self, drop_at, req, Family};
+use super::gen::{self, Family};
 use super::model::{self, expected, AimdModel, GradientModel, QueueModel};
-use super::sim::{run_script, seconds, Script, Under};
+use super::sim::{run_script, seconds};
 use super::verdict::{
     build, checked, describe, difference, follow, list, named, permits_run, queue_run, simulate,
 };
 use super::{Admit, AimdPolicy, DelayPolicy, GradientPolicy, PolicyError, ShedPolicy, Timestamp};
 use crate::kind::{Facts, Kind, Subjects};
 use crate::subject::Subject;
-use crate::trial::Named;
 use crate::watchdog::{time_limit, watched, Stop};
 
 /// Lesson 12: what the catalog says of it, and its subjects.
@@ -30,102 +27,6 @@ impl Kind for InflightLesson {
         InflightLesson { facts, subjects }
     }
 }
-
-fn shed(limit: usize, reserved: usize, per_key: usize) -> Under {
-    Under::Shed(ShedPolicy {
-        limit,
-        reserved,
-        per_key,
-        retry_after: Duration::from_secs(2),
-    })
-}
-
-/// The named scripts: drawn, compared with their snapshots, and shown by
-/// `cargo run -- compare 12 NAME`.
-pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
-    // Five requests, two permits: the others wait their turn.
-    ("first_look", || Script {
-        under: Under::Concurrency(2),
-        requests: (0..5).map(|i| req(i * 10, 60, 20)).collect(),
-    }),
-    // A long body keeps its permit: the next request waits for its end,
-    // not for its headers.
-    ("the_body_holds_the_permit", || Script {
-        under: Under::Concurrency(1),
-        requests: vec![req(0, 10, 100), req(5, 10, 0), req(20, 10, 0)],
-    }),
-    // Callers that drop: one while it waits, one inside, one mid-body,
-    // and one that was ready and never called.
-    ("dropped_at_every_await", || {
-        let mut r: Vec<_> = (0..6).map(|i| req(i * 5, 40, 40)).collect();
-        r[1].drop_at = drop_at(60);
-        r[2].drop_at = drop_at(20);
-        r[3].gives_up = true;
-        r[4].drop_at = drop_at(150);
-        Script {
-            under: Under::Concurrency(2),
-            requests: r,
-        }
-    }),
-    // Three permits, one kept for critical requests; two per key.
-    ("shed_with_a_reserved_share", || {
-        let mut r: Vec<_> = (0..7).map(|i| req(i * 5, 60, 0)).collect();
-        for (i, x) in r.iter_mut().enumerate() {
-            x.key = Some(if i % 3 == 0 { 'b' } else { 'a' });
-        }
-        r[3].critical = true;
-        r[5].critical = true;
-        Script {
-            under: shed(3, 1, 2),
-            requests: r,
-        }
-    }),
-    // nginx's `rate=10r/s burst=3`: each is delayed to its turn, the
-    // fifth refused.
-    ("delay_queue", || Script {
-        under: Under::Delay(DelayPolicy {
-            rate: 10,
-            burst: 3,
-            delay: 0,
-        }),
-        requests: (0..5)
-            .map(|i| req(i, 5, 0))
-            .chain([req(450, 5, 0)])
-            .collect(),
-    }),
-    // The same with `delay=2`: the first three go at once.
-    ("delay_queue_two_at_once", || Script {
-        under: Under::Delay(DelayPolicy {
-            rate: 10,
-            burst: 3,
-            delay: 2,
-        }),
-        requests: (0..5).map(|i| req(i, 5, 0)).collect(),
-    }),
-];
-
-/// The controllers the simulation tier runs.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Adaptive {
-    Aimd,
-    Gradient,
-}
-
-/// The contract's controllers against [`SERVER`].
-pub const AIMD: AimdPolicy = AimdPolicy {
-    min: 1,
-    max: 200,
-    initial: 10,
-    backoff_percent: 90,
-    timeout: Duration::from_millis(25),
-};
-
-pub const GRADIENT: GradientPolicy = GradientPolicy {
-    min: 1,
-    max: 200,
-    initial: 10,
-    tolerance_percent: 150,
-};
 
 /// One policy of lesson 12, for the config checks.
 #[derive(Clone, Copy, Debug)]
@@ -437,6 +338,18 @@ impl InflightLesson {
         };
         let (v, r) = (self.tested(), self.reference());
         let contract = self.watched("the reference", move || table(r));
+        // The lesson's text quotes the table: it must be what is measured.
+        let text = format!(
+            "{}/lessons/lesson_{:02}.md",
+            self.facts.root, self.facts.number
+        );
+        let quoted = contract.split("\n\n").next().unwrap_or_default();
+        let read = std::fs::read_to_string(&text).unwrap_or_default();
+        assert!(
+            read.contains(quoted.trim_end()),
+            "{text} quotes a table of fixed and adaptive limits that is not what the simulation \
+             measures now:\n{quoted}"
+        );
         let tested = self.watched("the simulation", move || table(v));
         crate::snapshot::assert_snapshot(
             (self.facts.root, self.facts.number, "adaptive"),

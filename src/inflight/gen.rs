@@ -10,6 +10,7 @@ use proptest::prelude::*;
 
 use super::sim::{Req, Script, Under};
 use super::{AimdPolicy, DelayPolicy, GradientPolicy, Sample, ShedPolicy, Timestamp};
+use crate::trial::Named;
 
 /// The families of scripts.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -243,3 +244,76 @@ pub fn permit_steps() -> impl Strategy<Value = (usize, usize, Vec<Step>)> {
         )
     })
 }
+
+fn shed(limit: usize, reserved: usize, per_key: usize) -> Under {
+    Under::Shed(ShedPolicy {
+        limit,
+        reserved,
+        per_key,
+        retry_after: Duration::from_secs(2),
+    })
+}
+
+/// The named scripts: drawn, compared with their snapshots, and shown by
+/// `cargo run -- compare 12 NAME`.
+pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
+    // Five requests, two permits: the others wait their turn.
+    ("first_look", || Script {
+        under: Under::Concurrency(2),
+        requests: (0..5).map(|i| req(i * 10, 60, 20)).collect(),
+    }),
+    // A long body keeps its permit: the next request waits for its end,
+    // not for its headers.
+    ("the_body_holds_the_permit", || Script {
+        under: Under::Concurrency(1),
+        requests: vec![req(0, 10, 100), req(5, 10, 0), req(20, 10, 0)],
+    }),
+    // Callers that drop: one while it waits, one inside, one mid-body,
+    // and one that was ready and never called.
+    ("dropped_at_every_await", || {
+        let mut r: Vec<_> = (0..6).map(|i| req(i * 5, 40, 40)).collect();
+        r[1].drop_at = drop_at(60);
+        r[2].drop_at = drop_at(20);
+        r[3].gives_up = true;
+        r[4].drop_at = drop_at(150);
+        Script {
+            under: Under::Concurrency(2),
+            requests: r,
+        }
+    }),
+    // Three permits, one kept for critical requests; two per key.
+    ("shed_with_a_reserved_share", || {
+        let mut r: Vec<_> = (0..7).map(|i| req(i * 5, 60, 0)).collect();
+        for (i, x) in r.iter_mut().enumerate() {
+            x.key = Some(if i % 3 == 0 { 'b' } else { 'a' });
+        }
+        r[3].critical = true;
+        r[5].critical = true;
+        Script {
+            under: shed(3, 1, 2),
+            requests: r,
+        }
+    }),
+    // nginx's `rate=10r/s burst=3`: each is delayed to its turn, the
+    // fifth refused.
+    ("delay_queue", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 10,
+            burst: 3,
+            delay: 0,
+        }),
+        requests: (0..5)
+            .map(|i| req(i, 5, 0))
+            .chain([req(450, 5, 0)])
+            .collect(),
+    }),
+    // The same with `delay=2`: the first three go at once.
+    ("delay_queue_two_at_once", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 10,
+            burst: 3,
+            delay: 2,
+        }),
+        requests: (0..5).map(|i| req(i, 5, 0)).collect(),
+    }),
+];

@@ -58,15 +58,15 @@ pub use suite::trials;
 pub type Lesson = checks::InflightLesson;
 
 /// What `cargo run -- compare 12 [NAME]` draws: one of the named scripts
-/// ([`checks::SNAPSHOTS`], the first by default); anything else is refused
+/// ([`gen::SNAPSHOTS`], the first by default); anything else is refused
 /// with the names there are.
 pub fn comparison(which: Option<&str>) -> Result<String, String> {
-    let which = which.map_or(checks::SNAPSHOTS[0].0, str::trim);
-    match checks::SNAPSHOTS.iter().find(|(n, _)| *n == which) {
+    let which = which.map_or(gen::SNAPSHOTS[0].0, str::trim);
+    match gen::SNAPSHOTS.iter().find(|(n, _)| *n == which) {
         Some((name, _)) => Ok(name.to_string()),
         None => Err(format!(
             "no script is named {which:?}; name one of {}",
-            checks::SNAPSHOTS
+            gen::SNAPSHOTS
                 .iter()
                 .map(|(n, _)| *n)
                 .collect::<Vec<_>>()

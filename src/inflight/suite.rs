@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::checks::{Adaptive, Policy};
+use super::adapt::Adaptive;
+use super::checks::Policy;
 use super::gen::Family;
 use super::race::Race;
 use super::serve::Check;
@@ -82,7 +83,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
         });
     });
     t.group(group::SNAPSHOT, |t| {
-        for name in super::checks::SNAPSHOTS.iter().map(|s| s.0) {
+        for name in super::gen::SNAPSHOTS.iter().map(|s| s.0) {
             t.test(name, move || lesson().named_snapshot(name));
         }
         t.test("adaptive", move || lesson().adaptive_snapshot());
@@ -106,8 +107,8 @@ const DELAY: DelayPolicy = DelayPolicy {
     delay: 2,
 };
 
-const AIMD: AimdPolicy = super::checks::AIMD;
-const GRADIENT: GradientPolicy = super::checks::GRADIENT;
+const AIMD: AimdPolicy = super::adapt::AIMD;
+const GRADIENT: GradientPolicy = super::adapt::GRADIENT;
 
 /// Each policy's errors, in the contract's order, and its extremes.
 fn policy_cases() -> Vec<Named<Case>> {

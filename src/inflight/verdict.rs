@@ -4,9 +4,10 @@
 //! simulation of a controller.
 
 use super::adapt::{self, Band, Step, SERVER};
-use super::checks::{Adaptive, AIMD, GRADIENT, SNAPSHOTS};
+use super::adapt::{Adaptive, AIMD, GRADIENT};
 use super::drive::{Controller, InflightVariant, Service};
 use super::gen;
+use super::gen::SNAPSHOTS;
 use super::model::{self, expected, QueueModel};
 use super::sim::{run_script, seconds, Event, Log, Script, Under};
 use super::{DelayPolicy, ManualClock, Priority, Timestamp};
