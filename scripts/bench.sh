@@ -2,24 +2,25 @@
 # Measures, then writes each table it measured into bench/README.md, in
 # place of the last run's (between the table's markers). Each table is one
 # whole run of its benchmark.
-#   scripts/bench.sh                  every table: limiters, layer, memory, redis
+#   scripts/bench.sh                  every table: limiters, layer, inflight, memory, redis
 #   scripts/bench.sh limiters layer   only those
 # limiters: every limiter beside governor (criterion, then the summary table
 #           of ns, ratios to governor from the same run and bytes per key)
 # layer:    lesson 07's layer beside tower_governor on the same service
+# inflight: lesson 12's concurrency limit and shedder beside tower's
 # memory:   lesson 09's bounded stores under a flood of a million keys
 # redis:    lessons 08 and 10 on a redis-server of its own, beside
 #           redis-benchmark (needs redis-server and redis-benchmark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$#" -eq 0 ]; then
-    set -- limiters layer memory redis
+    set -- limiters layer inflight memory redis
 fi
 for table in "$@"; do
     case "$table" in
-        limiters | layer | memory | redis) ;;
+        limiters | layer | inflight | memory | redis) ;;
         *)
-            echo "scripts/bench.sh: no table \"$table\"; the tables are limiters, layer, memory and redis" >&2
+            echo "scripts/bench.sh: no table \"$table\"; the tables are limiters, layer, inflight, memory and redis" >&2
             exit 2
             ;;
     esac
@@ -44,9 +45,9 @@ for table in "$@"; do
             cargo bench -p ratelimit-kata-bench --bench limiters
             summary > "$work/table"
             ;;
-        layer)
-            cargo bench -p ratelimit-kata-bench --bench layer
-            summary layer > "$work/table"
+        layer | inflight)
+            cargo bench -p ratelimit-kata-bench --bench "$table"
+            summary "$table" > "$work/table"
             ;;
         memory | redis)
             # These print their table themselves, among other lines.

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, Waker};
+use std::task::{ready, Context, Poll, Waker};
 use std::time::Duration;
 
 use super::sync::{Arc, Mutex};
@@ -167,14 +167,37 @@ impl<S: Clone> Clone for ConcurrencyLimit<S> {
     }
 }
 
+pin_project_lite::pin_project! {
+    /// What the concurrency limit's `call` returns: the inner service's
+    /// answer to come, whose body will hold the permit.
+    pub struct Holding<F> {
+        #[pin]
+        answer: F,
+        permit: Option<Permit>,
+    }
+}
+
+impl<F, E> Future for Holding<F>
+where
+    F: Future<Output = Result<Response<Body>, E>>,
+{
+    type Output = Result<Response<Body>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        let response = ready!(this.answer.poll(cx))?;
+        let permit = this.permit.take().expect("polled after it was ready");
+        Poll::Ready(Ok(response.map(|body| hold_until_done(body, permit))))
+    }
+}
+
 impl<S> Service<Request<Body>> for ConcurrencyLimit<S>
 where
     S: Service<Request<Body>, Response = Response<Body>>,
-    S::Future: Send + 'static,
 {
     type Response = Response<Body>;
     type Error = S::Error;
-    type Future = Answer<S::Error>;
+    type Future = Holding<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         if self.reserved.is_none() {
@@ -191,11 +214,10 @@ where
             .reserved
             .take()
             .expect("call comes after poll_ready answered Ready");
-        let answer = self.inner.call(request);
-        Box::pin(async move {
-            let response = answer.await?;
-            Ok(response.map(|body| hold_until_done(body, permit)))
-        })
+        Holding {
+            answer: self.inner.call(request),
+            permit: Some(permit),
+        }
     }
 }
 

@@ -76,6 +76,22 @@ const EXAMPLES: &[Named<Example>] = &[
         ),
     ),
     (
+        "a_second_apart_and_a_deep_queue",
+        (
+            policy(1, 5, 5),
+            &[0, 0, 0, 0, 0, 0, 0],
+            &[
+                Admit::Now,
+                Admit::Now,
+                Admit::Now,
+                Admit::Now,
+                Admit::Now,
+                Admit::Now,
+                reject(1_000),
+            ],
+        ),
+    ),
+    (
         "an_interval_is_whole_nanoseconds",
         (
             policy(3, 1, 0),

@@ -41,7 +41,9 @@ reference!(lesson_08, "../../solutions/lesson_08.rs");
 reference!(lesson_09, "../../solutions/lesson_09.rs");
 reference!(lesson_09_further, "../../solutions/lesson_09_further.rs");
 reference!(lesson_10, "../../solutions/lesson_10.rs");
+reference!(lesson_12, "../../solutions/lesson_12.rs");
 
+pub mod inflight;
 pub mod layer;
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
 //! Lesson 12's checks, written once: each check as a method of
 //! [`InflightLesson`].
 
-use super::adapt::{self, Adaptive, Fixed, AIMD, GRADIENT, SERVER};
+use super::adapt::{self, Adaptive, AIMD, GRADIENT, SERVER};
 use super::drive::{Built, InflightVariant, Service};
 use super::gen::{self, Family};
 use super::model::{self, expected, AimdModel, GradientModel, QueueModel};
-use super::sim::{run_script, seconds};
+use super::sim::{run_script, seconds, Log};
 use super::verdict::{
     build, checked, describe, difference, follow, list, named, permits_run, queue_run, simulate,
+    until,
 };
 use super::{Admit, AimdPolicy, DelayPolicy, GradientPolicy, PolicyError, ShedPolicy, Timestamp};
 use crate::kind::{Facts, Kind, Subjects};
@@ -243,8 +244,9 @@ impl InflightLesson {
                     let mut m = AimdModel::new(*p);
                     let c = (v.aimd)(*p).map_err(|e| format!("Aimd::new refused {p:?}: {e}"))?;
                     follow(c, samples, |s| {
+                        let why = m.explain(s);
                         m.on_sample(s);
-                        m.limit
+                        (m.limit, why)
                     })
                 },
             ),
@@ -258,8 +260,9 @@ impl InflightLesson {
                     let c = (v.gradient)(*p)
                         .map_err(|e| format!("Gradient::new refused {p:?}: {e}"))?;
                     follow(c, samples, |s| {
+                        let why = m.explain(s);
                         m.on_sample(s);
-                        m.limit
+                        (m.limit, why)
                     })
                 },
             ),
@@ -294,16 +297,18 @@ impl InflightLesson {
     /// The named script's drawing is the contract's, and its snapshot's.
     pub fn named_snapshot(&self, name: &str) {
         let s = named(name);
+        let want = expected(&s);
+        let span = until(&[&want]);
         let reference = self.reference();
         let contract = self.watched("the reference", {
             let s = s.clone();
-            move || checked(reference, &s).map(|log| super::draw::draw(&s, &log.events))
+            move || checked(reference, &s).map(|log| super::draw::draw(&s, &log.events, span))
         });
-        let model = super::draw::draw(&s, &expected(&s));
+        let model = super::draw::draw(&s, &want, span);
         let v = self.tested();
         let tested = self.watched(name, {
             let s = s.clone();
-            move || checked(v, &s).map(|log| super::draw::draw(&s, &log.events))
+            move || checked(v, &s).map(|log| super::draw::draw(&s, &log.events, span))
         });
         crate::snapshot::assert_snapshot(
             (self.facts.root, self.facts.number, name),
@@ -316,26 +321,7 @@ impl InflightLesson {
     /// The simulation's drawings and the table the text quotes, for the
     /// reference and the contract's controllers.
     pub fn adaptive_snapshot(&self) {
-        let table = |v: InflightVariant| -> Result<String, String> {
-            let (aimd, _) = simulate(v, Adaptive::Aimd)?;
-            let (gradient, _) = simulate(v, Adaptive::Gradient)?;
-            let mut rows = vec![];
-            for n in [5, 20, 50, 200] {
-                let permits = (v.permits)(n, 0).map_err(|e| e.to_string())?;
-                rows.push((
-                    format!("fixed at {n}"),
-                    adapt::run(SERVER, &*permits, &mut Fixed(n))?,
-                ));
-            }
-            rows.push(("AIMD".into(), aimd.clone()));
-            rows.push(("gradient".into(), gradient.clone()));
-            Ok(format!(
-                "{}\nAIMD:\n{}\ngradient:\n{}",
-                adapt::table(&rows),
-                adapt::draw(&aimd),
-                adapt::draw(&gradient)
-            ))
-        };
+        let table = super::verdict::adaptive_table;
         let (v, r) = (self.tested(), self.reference());
         let contract = self.watched("the reference", move || table(r));
         // The lesson's text quotes the table: it must be what is measured.
@@ -364,33 +350,56 @@ impl InflightLesson {
     pub fn print_comparison(&self, which: &str) {
         let name = super::comparison(Some(which).filter(|w| !w.trim().is_empty()))
             .unwrap_or_else(|e| panic!("{e}"));
+        if name == "adaptive" {
+            let show = |v: InflightVariant| match watched(
+                time_limit(),
+                |_| String::new(),
+                move || super::verdict::adaptive_table(v),
+            ) {
+                Ok(Ok(table)) | Ok(Err(table)) => table,
+                Err(stop) => stop.text().to_string(),
+            };
+            return crate::trial::println(format_args!(
+                "{}:\n{}\nthe reference:\n{}",
+                self.whose(),
+                show(self.tested()),
+                show(self.reference())
+            ));
+        }
         let s = named(&name);
-        let show = |v: InflightVariant| -> String {
+        let run = |v: InflightVariant| -> Result<Log, String> {
             let s2 = s.clone();
             match watched(
                 time_limit(),
                 |_| String::new(),
                 move || run_script(&s2, &|u, c, i| build(v, u, c, i)),
             ) {
-                Ok(Ok(log)) => format!(
-                    "{}\n{}{}",
-                    super::draw::draw(&s, &log.events),
-                    log.text(),
-                    match difference(&s, &log) {
-                        None => "keeps the contract".to_string(),
-                        Some(e) => e,
-                    }
-                ),
-                Ok(Err(e)) => e,
-                Err(stop) => stop.text().to_string(),
+                Ok(log) => log,
+                Err(stop) => Err(stop.text().to_string()),
             }
         };
+        let (mine, theirs) = (run(self.tested()), run(self.reference()));
+        let empty = vec![];
+        let events = |r: &Result<Log, String>| r.as_ref().map_or(&empty, |l| &l.events).clone();
+        let span = until(&[&events(&mine), &events(&theirs)]);
+        let show = |r: &Result<Log, String>| match r {
+            Ok(log) => format!(
+                "{}\n{}{}",
+                super::draw::draw(&s, &log.events, span),
+                log.text(),
+                match difference(&s, log) {
+                    None => "keeps the contract".to_string(),
+                    Some(e) => e.lines().take(2).collect::<Vec<_>>().join("\n"),
+                }
+            ),
+            Err(e) => e.clone(),
+        };
         crate::trial::println(format_args!(
-            "script {name}: {}\n\n{}:\n{}\nthe reference:\n{}",
+            "script {name}: {}\n\n{}:\n{}\n\nthe reference:\n{}",
             describe(&s),
             self.whose(),
-            show(self.tested()),
-            show(self.reference())
+            show(&mine),
+            show(&theirs)
         ));
     }
 

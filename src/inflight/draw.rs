@@ -22,8 +22,10 @@ struct Life {
     gave_up: Option<u64>,
 }
 
-/// The drawing of a log of `script`.
-pub fn draw(script: &Script, events: &[Event]) -> String {
+/// The drawing of a log of `script`, its columns spread over the time to
+/// `until` (ns) or to its last event, whichever is later (two drawings
+/// drawn to one `until` share their scale).
+pub fn draw(script: &Script, events: &[Event], until: u64) -> String {
     let n = script.requests.len();
     let mut lives = vec![Life::default(); n];
     for e in events {
@@ -38,9 +40,15 @@ pub fn draw(script: &Script, events: &[Event]) -> String {
             Event::End { .. } => life.end = Some(at),
             Event::Drop { .. } => life.dropped = Some(at),
             Event::GaveUp { .. } => life.gave_up = Some(at),
+            Event::Unready { .. } => {}
         }
     }
-    let last = events.iter().map(|e| e.at().as_nanos()).max().unwrap_or(0);
+    let last = events
+        .iter()
+        .map(|e| e.at().as_nanos())
+        .max()
+        .unwrap_or(0)
+        .max(until);
     // Whole milliseconds a column, enough to fit the run in COLUMNS.
     let step = (last / 1_000_000 / COLUMNS + 1) * 1_000_000;
     let columns = (last / step + 1) as usize;
@@ -125,10 +133,10 @@ pub fn draw(script: &Script, events: &[Event]) -> String {
         let r = &script.requests[i];
         let mut tags = vec![];
         if let Some(k) = r.key {
-            tags.push(format!("key {k}"));
+            tags.push(format!("key {k:?}"));
         }
-        if r.critical {
-            tags.push("critical".to_string());
+        if let Some(p) = r.priority {
+            tags.push(format!("priority {p:?}"));
         }
         let tags = if tags.is_empty() {
             String::new()

@@ -33,7 +33,7 @@ pub fn req(at: u64, latency: u64, body: u64) -> Req {
     Req {
         at: Timestamp::from_millis(at),
         key: None,
-        critical: false,
+        priority: None,
         latency: ms(latency) + Duration::from_micros(1),
         body: ms(body) + Duration::from_micros(1),
         drop_at: None,
@@ -46,6 +46,21 @@ pub fn drop_at(at: u64) -> Option<Timestamp> {
     Some(Timestamp::from_millis(at) + Duration::from_micros(3))
 }
 
+/// The keys requests carry: some differ only in case, and `""` is the key
+/// of a request without one too.
+const KEYS: &[&str] = &["a", "b", "A", "", "c"];
+
+/// What `x-priority` says: critical in any case and with spaces around it,
+/// or something else, which is normal.
+const PRIORITIES: &[&str] = &[
+    "critical",
+    "Critical",
+    " CRITICAL ",
+    "low",
+    "critical-ish",
+    "",
+];
+
 fn requests(
     count: std::ops::RangeInclusive<usize>,
     span: u64,
@@ -53,13 +68,14 @@ fn requests(
 ) -> impl Strategy<Value = Vec<Req>> {
     prop::collection::vec(
         (
-            0..span,
+            // Some requests come at one instant: a burst.
+            prop_oneof![4 => 0..span, 1 => (0..4u64).prop_map(move |k| k * span / 4)],
             0u64..80,
             0u64..80,
             prop::option::weighted(0.25, 0u64..150),
             prop::bool::weighted(0.1),
-            prop::option::weighted(0.8, 0u8..3),
-            prop::bool::weighted(0.3),
+            prop::option::weighted(0.8, prop::sample::select(KEYS)),
+            prop::option::weighted(0.4, prop::sample::select(PRIORITIES)),
         ),
         count,
     )
@@ -67,11 +83,11 @@ fn requests(
         raw.sort_by_key(|r| r.0);
         raw.into_iter()
             .map(
-                |(at, latency, body, dropped, gives_up, key, critical)| Req {
+                |(at, latency, body, dropped, gives_up, key, priority)| Req {
                     drop_at: dropped.and_then(|d| drop_at(at + d)),
                     gives_up,
-                    key: key.filter(|_| keys).map(|k| (b'a' + k) as char),
-                    critical: critical && keys,
+                    key: key.filter(|_| keys),
+                    priority: priority.filter(|_| keys),
                     ..req(at, latency, body)
                 },
             )
@@ -116,9 +132,16 @@ pub fn shed_policy() -> impl Strategy<Value = ShedPolicy> {
 
 pub fn delay_policy() -> impl Strategy<Value = DelayPolicy> {
     (
-        prop_oneof![1u32..=20, Just(3), Just(7), 1_000u32..=1_000_000],
-        0u32..=5,
-        0u32..=5,
+        prop_oneof![
+            8 => 1u32..=20,
+            2 => Just(3),
+            2 => Just(7),
+            4 => 1_000u32..=1_000_000,
+            // Past a billion a second the interval is 0 ns.
+            1 => Just(u32::MAX),
+        ],
+        0u32..=9,
+        0u32..=9,
     )
         .prop_map(|(rate, burst, delay)| DelayPolicy {
             rate,
@@ -158,15 +181,18 @@ pub fn arrivals() -> impl Strategy<Value = (DelayPolicy, Vec<Timestamp>)> {
 fn sample() -> impl Strategy<Value = Sample> {
     (
         prop_oneof![
-            3 => 1u64..40,
-            1 => 40u64..400,
-            1 => Just(10u64),
+            3 => (1u64..40).prop_map(ms),
+            1 => (40u64..400).prop_map(ms),
+            1 => Just(ms(10)),
+            // To the nanosecond, and zero.
+            1 => (0u64..5_000_000).prop_map(Duration::from_nanos),
+            1 => Just(Duration::ZERO),
         ],
         0usize..120,
         prop::bool::weighted(0.08),
     )
         .prop_map(|(latency, in_flight, dropped)| Sample {
-            latency: ms(latency),
+            latency,
             in_flight,
             dropped,
         })
@@ -222,9 +248,26 @@ pub fn gradient() -> impl Strategy<Value = (GradientPolicy, Vec<Sample>)> {
 /// What one step of a permits property does.
 #[derive(Clone, Copy, Debug)]
 pub enum Step {
+    /// `try_acquire`, critical or not.
     Take(bool),
+    /// `poll_acquire`, critical or not, from a task of its own that waits
+    /// if it gets nothing.
+    Wait(bool),
+    /// The i-th permit held (modulo) is dropped.
     GiveBack(usize),
     SetLimit(usize),
+}
+
+impl Step {
+    pub fn describe(&self) -> String {
+        let p = |c: bool| if c { "Critical" } else { "Normal" };
+        match *self {
+            Step::Take(c) => format!("try_acquire({})", p(c)),
+            Step::Wait(c) => format!("poll_acquire({}) from a task of its own", p(c)),
+            Step::GiveBack(i) => format!("a permit held dropped (the {i}th, modulo)"),
+            Step::SetLimit(n) => format!("set_limit({n})"),
+        }
+    }
 }
 
 /// Permits' terms and a sequence of takes (critical or not), give-backs
@@ -234,8 +277,9 @@ pub fn permit_steps() -> impl Strategy<Value = (usize, usize, Vec<Step>)> {
         let reserved = reserved.min(limit - 1);
         let step = prop_oneof![
             5 => any::<bool>().prop_map(Step::Take),
+            2 => any::<bool>().prop_map(Step::Wait),
             3 => (0usize..8).prop_map(Step::GiveBack),
-            1 => (reserved + 1..=6).prop_map(Step::SetLimit),
+            1 => (0usize..=6).prop_map(Step::SetLimit),
         ];
         (
             Just(limit),
@@ -256,7 +300,7 @@ fn shed(limit: usize, reserved: usize, per_key: usize) -> Under {
 
 /// The named scripts: drawn, compared with their snapshots, and shown by
 /// `cargo run -- compare 12 NAME`.
-pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
+pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
     // Five requests, two permits: the others wait their turn.
     ("first_look", || Script {
         under: Under::Concurrency(2),
@@ -270,7 +314,7 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
     }),
     // Callers that drop: one while it waits, one inside, one mid-body,
     // and one that was ready and never called.
-    ("dropped_at_every_await", || {
+    ("what_a_drop_gives_back", || {
         let mut r: Vec<_> = (0..6).map(|i| req(i * 5, 40, 40)).collect();
         r[1].drop_at = drop_at(60);
         r[2].drop_at = drop_at(20);
@@ -285,10 +329,10 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
     ("shed_with_a_reserved_share", || {
         let mut r: Vec<_> = (0..7).map(|i| req(i * 5, 60, 0)).collect();
         for (i, x) in r.iter_mut().enumerate() {
-            x.key = Some(if i % 3 == 0 { 'b' } else { 'a' });
+            x.key = Some(if i % 3 == 0 { "b" } else { "a" });
         }
-        r[3].critical = true;
-        r[5].critical = true;
+        r[3].priority = Some("critical");
+        r[5].priority = Some("critical");
         Script {
             under: shed(3, 1, 2),
             requests: r,
@@ -306,6 +350,16 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 6] = [
             .map(|i| req(i, 5, 0))
             .chain([req(450, 5, 0)])
             .collect(),
+    }),
+    // One a second and no queue: refusals of a whole second and of less,
+    // each told in whole seconds, rounded up.
+    ("a_refusal_says_when", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 1,
+            burst: 0,
+            delay: 0,
+        }),
+        requests: vec![req(0, 5, 0), req(0, 5, 0), req(400, 5, 0), req(1_000, 5, 0)],
     }),
     // The same with `delay=2`: the first three go at once.
     ("delay_queue_two_at_once", || Script {

@@ -64,8 +64,10 @@ pub fn comparison(which: Option<&str>) -> Result<String, String> {
     let which = which.map_or(gen::SNAPSHOTS[0].0, str::trim);
     match gen::SNAPSHOTS.iter().find(|(n, _)| *n == which) {
         Some((name, _)) => Ok(name.to_string()),
+        // The controllers against the simulated server, and the table.
+        None if which == "adaptive" => Ok(which.to_string()),
         None => Err(format!(
-            "no script is named {which:?}; name one of {}",
+            "no script is named {which:?}; name one of {}, or adaptive",
             gen::SNAPSHOTS
                 .iter()
                 .map(|(n, _)| *n)
@@ -133,16 +135,19 @@ impl Clock for ManualClock {
 pub fn hold_until_done<G: Send + 'static>(body: Body, guard: G) -> Body {
     Body::new(Held {
         body,
-        guard: Some(Box::new(guard)),
+        guard: Some(guard),
     })
 }
 
-struct Held {
+struct Held<G> {
     body: Body,
-    guard: Option<Box<dyn Send>>,
+    guard: Option<G>,
 }
 
-impl http_body::Body for Held {
+// Nothing is pinned in place: the body is polled through `Pin::new`.
+impl<G> Unpin for Held<G> {}
+
+impl<G: Send + 'static> http_body::Body for Held<G> {
     type Data = Bytes;
     type Error = axum::Error;
 

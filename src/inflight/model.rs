@@ -105,6 +105,30 @@ impl AimdModel {
         }
     }
 
+    /// What the contract does with `s`, in words.
+    pub fn explain(&self, s: Sample) -> String {
+        let p = self.policy;
+        if s.dropped || s.latency > p.timeout {
+            format!(
+                "{} (above the timeout of {:?}): max(min, ⌊{} × {} / 100⌋)",
+                if s.dropped { "dropped" } else { "slow" },
+                p.timeout,
+                self.limit,
+                p.backoff_percent
+            )
+        } else if 2 * s.in_flight >= self.limit {
+            format!(
+                "good, and 2 × {} ≥ {}: one more, at most {}",
+                s.in_flight, self.limit, p.max
+            )
+        } else {
+            format!(
+                "good, but 2 × {} < {}: the limit is not in use, so it stays",
+                s.in_flight, self.limit
+            )
+        }
+    }
+
     pub fn on_sample(&mut self, s: Sample) {
         let p = self.policy;
         self.limit = if s.dropped || s.latency > p.timeout {
@@ -140,6 +164,35 @@ impl GradientModel {
         let least = self.least.unwrap_or(latency).as_nanos();
         let g = u128::from(self.policy.tolerance_percent) * 10 * least / latency.as_nanos().max(1);
         g.clamp(500, 1000) as usize
+    }
+
+    /// What the contract does with `s`, in words, with the least latency
+    /// and the gradient it computes.
+    pub fn explain(&self, s: Sample) -> String {
+        if s.dropped {
+            return format!("dropped: max(min, ⌊{} / 2⌋)", self.limit);
+        }
+        let mut after = self.clone();
+        after.least = Some(self.least.map_or(s.latency, |l| l.min(s.latency)));
+        let g = after.permille(s.latency);
+        let least = after.least.unwrap_or(s.latency);
+        if g == 1000 && 2 * s.in_flight < self.limit {
+            format!(
+                "the least latency is {least:?}, the gradient 1000 thousandths, and 2 × {} < {}: \
+                 the limit is not in use, so it stays",
+                s.in_flight, self.limit
+            )
+        } else {
+            format!(
+                "the least latency is {least:?}, the gradient ⌊{} × 10 × {} / {}⌋ held within \
+                 500..=1000 = {g} thousandths: ⌊{} × {g} / 1000⌋ + ⌊√{}⌋, within min..=max",
+                self.policy.tolerance_percent,
+                least.as_nanos(),
+                s.latency.as_nanos().max(1),
+                self.limit,
+                self.limit
+            )
+        }
     }
 
     pub fn on_sample(&mut self, s: Sample) {
@@ -179,9 +232,9 @@ struct Run<'a> {
     due: BTreeMap<(Timestamp, u64), Due>,
     seq: u64,
     /// Permits held, and by which requests (with their key).
-    held: HashMap<usize, Option<char>>,
+    held: HashMap<usize, &'static str>,
     waiting: VecDeque<usize>,
-    keys: HashMap<Option<char>, usize>,
+    keys: HashMap<&'static str, usize>,
     queue: Option<QueueModel>,
     done: Vec<bool>,
 }
@@ -229,11 +282,14 @@ pub fn expected(script: &Script) -> Vec<Event> {
                     run.start(id, at);
                 }
             }
+            // Every drop of the instant, and only then are the permits
+            // they gave back passed on.
             for (id, r) in script.requests.iter().enumerate() {
                 if r.drop_at == Some(at) && r.at < at && !run.done[id] {
                     run.drop(id, at);
                 }
             }
+            run.pass_on(at);
         }
         while let Some(entry) = run.due.first_entry() {
             if entry.key().0 != at {
@@ -286,8 +342,9 @@ impl Run<'_> {
                 }
             }
             Under::Shed(p) => {
-                let key_count = self.keys.get(&r.key).copied().unwrap_or(0);
-                let room = if r.critical {
+                let key = r.key.unwrap_or("");
+                let key_count = self.keys.get(key).copied().unwrap_or(0);
+                let room = if critical(r.priority) {
                     p.limit
                 } else {
                     p.limit - p.reserved
@@ -299,8 +356,8 @@ impl Run<'_> {
                 } else if self.held.len() >= room {
                     self.answer(id, at, 503, p.retry_after);
                 } else {
-                    *self.keys.entry(r.key).or_default() += 1;
-                    self.held.insert(id, r.key);
+                    *self.keys.entry(key).or_default() += 1;
+                    self.held.insert(id, key);
                     self.enter(id, at);
                 }
             }
@@ -331,7 +388,7 @@ impl Run<'_> {
             self.gave_up(id, at);
             self.pass_on(at);
         } else {
-            self.held.insert(id, None);
+            self.held.insert(id, "");
             self.enter(id, at);
         }
     }
@@ -348,12 +405,16 @@ impl Run<'_> {
         }
     }
 
-    fn release(&mut self, id: usize, at: Timestamp) {
+    /// Gives back what `id` held: its permit, passed on at once unless it
+    /// is one of an instant's drops, and its key's count.
+    fn release(&mut self, id: usize, at: Option<Timestamp>) {
         if let Some(key) = self.held.remove(&id) {
             if let Some(n) = self.keys.get_mut(&key) {
                 *n -= 1;
             }
-            self.pass_on(at);
+            if let Some(at) = at {
+                self.pass_on(at);
+            }
         }
     }
 
@@ -364,7 +425,7 @@ impl Run<'_> {
         self.due.retain(
             |_, due| !matches!(*due, Due::Headers(d) | Due::End(d) | Due::Enter(d) if d == id),
         );
-        self.release(id, at);
+        self.release(id, None);
     }
 
     fn happen(&mut self, due: Due, at: Timestamp) {
@@ -382,11 +443,17 @@ impl Run<'_> {
             Due::End(id) => {
                 self.events.push(Event::End { request: id, at });
                 self.done[id] = true;
-                self.release(id, at);
+                self.release(id, Some(at));
             }
             Due::Enter(id) => self.enter(id, at),
         }
     }
+}
+
+/// Whether an `x-priority` header makes a request critical: `critical`,
+/// whatever its case, with spaces or tabs around it.
+fn critical(header: Option<&str>) -> bool {
+    header.is_some_and(|h| h.trim_matches([' ', '\t']).eq_ignore_ascii_case("critical"))
 }
 
 /// Whether a critical or a normal request may take a permit with `held`

@@ -35,9 +35,11 @@ pub enum Under {
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Req {
     pub at: Timestamp,
-    /// Its `x-api-key` (`'a'`…), if it has one.
-    pub key: Option<char>,
-    pub critical: bool,
+    /// Its `x-api-key` header (`"a"`, `"A"`, `""`…), if it has one.
+    pub key: Option<&'static str>,
+    /// Its `x-priority` header (`"critical"`, `" Critical "`, `"low"`…),
+    /// if it has one.
+    pub priority: Option<&'static str>,
     /// How long the inner service takes to answer, once it has it.
     pub latency: Duration,
     /// How long the answer's body then takes to end.
@@ -76,6 +78,9 @@ pub enum Event {
     End { request: usize, at: Timestamp },
     /// The caller dropped it.
     Drop { request: usize, at: Timestamp },
+    /// It was sent to a clone of the inner service whose `poll_ready` had
+    /// not answered `Ready` (tower's services may refuse such a call).
+    Unready { request: usize, at: Timestamp },
 }
 
 impl Event {
@@ -86,7 +91,8 @@ impl Event {
             | Event::Enter { request, .. }
             | Event::Headers { request, .. }
             | Event::End { request, .. }
-            | Event::Drop { request, .. } => *request,
+            | Event::Drop { request, .. }
+            | Event::Unready { request, .. } => *request,
         }
     }
 
@@ -97,7 +103,8 @@ impl Event {
             | Event::Enter { at, .. }
             | Event::Headers { at, .. }
             | Event::End { at, .. }
-            | Event::Drop { at, .. } => *at,
+            | Event::Drop { at, .. }
+            | Event::Unready { at, .. } => *at,
         }
     }
 
@@ -117,6 +124,9 @@ impl Event {
             },
             Event::End { .. } => "has read its body to the end".to_string(),
             Event::Drop { .. } => "is dropped by its caller".to_string(),
+            Event::Unready { .. } => "is sent to a clone of the inner service that was never made \
+                                      ready (call without its poll_ready)"
+                .to_string(),
         };
         format!("{:>9}  #{} {what}", seconds(self.at()), self.request())
     }
@@ -177,6 +187,8 @@ pub struct Inner {
     clock: ManualClock,
     requests: Arc<Vec<Req>>,
     events: Shared,
+    /// This clone's `poll_ready` answered `Ready` and no call used it yet.
+    ready: bool,
 }
 
 impl tower::Service<Request<Body>> for Inner {
@@ -186,6 +198,7 @@ impl tower::Service<Request<Body>> for Inner {
         Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.ready = true;
         Poll::Ready(Ok(()))
     }
 
@@ -196,6 +209,9 @@ impl tower::Service<Request<Body>> for Inner {
             .get(REQUEST)
             .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
             .unwrap_or(usize::MAX);
+        if !std::mem::take(&mut self.ready) {
+            log(&self.events, Event::Unready { request: id, at });
+        }
         log(&self.events, Event::Enter { request: id, at });
         let (latency, body) = self
             .requests
@@ -241,10 +257,10 @@ impl http_body::Body for SlowBody {
 fn request(id: usize, r: &Req) -> Request<Body> {
     let mut builder = Request::builder().uri("/work").header(REQUEST, id);
     if let Some(k) = r.key {
-        builder = builder.header(KEY, k.to_string());
+        builder = builder.header(KEY, k);
     }
-    if r.critical {
-        builder = builder.header(PRIORITY, "critical");
+    if let Some(p) = r.priority {
+        builder = builder.header(PRIORITY, p);
     }
     builder.body(Body::empty()).expect("a valid request")
 }
@@ -273,6 +289,7 @@ pub fn run_script(script: &Script, build: Build<'_>) -> Result<Log, String> {
         clock: clock.clone(),
         requests: Arc::new(script.requests.clone()),
         events: events.clone(),
+        ready: false,
     };
     let service = build(script.under, clock.clone(), Service::new(inner))?;
     let tasks = script

@@ -3,6 +3,8 @@
 //! queue, the permits and the controllers against their models; the
 //! simulation of a controller.
 
+use std::sync::Arc;
+
 use super::adapt::{self, Band, Step, SERVER};
 use super::adapt::{Adaptive, AIMD, GRADIENT};
 use super::drive::{Controller, InflightVariant, Service};
@@ -53,10 +55,10 @@ pub fn describe(s: &Script) -> String {
     let requests = s.requests.iter().enumerate().map(|(i, r)| {
         let mut parts = vec![format!("#{i} at {}", seconds(r.at))];
         if let Some(k) = r.key {
-            parts.push(format!("key {k}"));
+            parts.push(format!("x-api-key {k:?}"));
         }
-        if r.critical {
-            parts.push("critical".into());
+        if let Some(p) = r.priority {
+            parts.push(format!("x-priority {p:?}"));
         }
         if r.gives_up {
             parts.push("its caller gives up once ready".into());
@@ -107,10 +109,22 @@ pub fn difference(s: &Script, log: &Log) -> Option<String> {
             }
         }
     }
-    let stuck = log
+    let mut stuck = log
         .stuck
         .as_ref()
         .map(|s| format!("\nThe run could not end: {s}."));
+    let limit = match s.under {
+        Under::Concurrency(l) => Some(l),
+        Under::Shed(p) => Some(p.limit),
+        Under::Delay(_) => None,
+    };
+    let most = most_inside(&log.events);
+    if let Some(l) = limit.filter(|l| most > *l) {
+        let over = format!(
+            "\nYours had {most} requests inside the inner service at once, above the limit of {l}."
+        );
+        stuck = Some(stuck.unwrap_or_default() + &over);
+    }
     let Some((at, id, got, wanted)) = first else {
         return stuck;
     };
@@ -124,7 +138,10 @@ pub fn difference(s: &Script, log: &Log) -> Option<String> {
         .filter(|e| e.at() <= at)
         .map(|e| e.line())
         .collect();
-    let tail = &upto[upto.len().saturating_sub(12)..];
+    let mut tail: Vec<String> = upto[upto.len().saturating_sub(12)..].to_vec();
+    if upto.len() > 12 {
+        tail.insert(0, "        …".into());
+    }
     Some(format!(
         "request #{id}: yours: {}\n           the contract: {}\n{}\nThe log up to there:\n{}\n\
          In flight, yours:\n{}In flight, the contract's:\n{}\nThe script: {}",
@@ -132,8 +149,8 @@ pub fn difference(s: &Script, log: &Log) -> Option<String> {
         said(&wanted),
         stuck.unwrap_or_default(),
         tail.join("\n"),
-        super::draw::draw(s, &log.events),
-        super::draw::draw(s, &want),
+        super::draw::draw(s, &log.events, until(&[&log.events, &want])),
+        super::draw::draw(s, &want, until(&[&log.events, &want])),
         describe(s)
     ))
 }
@@ -174,28 +191,53 @@ pub fn permits_run(
     let permits = (v.permits)(limit, reserved)
         .map_err(|e| format!("Permits::new({limit}, {reserved}) refused: {e}"))?;
     let (mut held, mut cap) = (vec![], limit);
+    // Tasks waiting in poll_acquire: their priority, their waker's flag,
+    // and the step they began waiting at.
+    let mut waiting: Vec<(Priority, Arc<Flag>, usize)> = vec![];
+    let priority = |critical: bool| {
+        if critical {
+            Priority::Critical
+        } else {
+            Priority::Normal
+        }
+    };
     for (i, step) in steps.iter().enumerate() {
         let before = format!(
-            "step {i} ({step:?}), with {} held of a limit of {cap}, {reserved} reserved",
+            "step #{i}, {}, with {} held of a limit of {cap}, {reserved} reserved",
+            step.describe(),
             held.len()
         );
+        let gives = |b: bool| if b { "a permit" } else { "none" };
         match *step {
             gen::Step::Take(critical) => {
-                let priority = if critical {
-                    Priority::Critical
-                } else {
-                    Priority::Normal
-                };
+                let priority = priority(critical);
                 let want = model::may_take(priority, held.len(), cap, reserved);
                 let got = permits.try_acquire(priority);
                 if got.is_some() != want {
                     return Err(format!(
-                        "at {before}: try_acquire({priority:?}) gives {}; the contract gives {}",
-                        if got.is_some() { "a permit" } else { "none" },
-                        if want { "a permit" } else { "none" }
+                        "at {before}: it gives {}; the contract gives {}",
+                        gives(got.is_some()),
+                        gives(want)
                     ));
                 }
                 held.extend(got);
+            }
+            gen::Step::Wait(critical) => {
+                let priority = priority(critical);
+                let want = model::may_take(priority, held.len(), cap, reserved);
+                let flag = Arc::new(Flag::default());
+                let got = poll_with(&*permits, priority, &flag);
+                if got.is_some() != want {
+                    return Err(format!(
+                        "at {before}: it gives {}; the contract gives {}",
+                        gives(got.is_some()),
+                        gives(want)
+                    ));
+                }
+                match got {
+                    Some(p) => held.push(p),
+                    None => waiting.push((priority, flag, i)),
+                }
             }
             gen::Step::GiveBack(k) => {
                 if !held.is_empty() {
@@ -207,6 +249,41 @@ pub fn permits_run(
                 cap = n.max(reserved + 1);
             }
         }
+        // A waiting task that may now take a permit must have been woken;
+        // woken, it polls again.
+        let mut still = vec![];
+        for (priority, flag, since) in waiting {
+            if !model::may_take(priority, held.len(), cap, reserved) {
+                // Woken for nothing, it polls again, and waits again.
+                if flag.0.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                    if let Some(p) = poll_with(&*permits, priority, &flag) {
+                        drop(p);
+                        return Err(format!(
+                            "after {before}: a task waiting in poll_acquire({priority:?}) since \
+                             step #{since} polled again and got a permit none is free for"
+                        ));
+                    }
+                }
+                still.push((priority, flag, since));
+                continue;
+            }
+            if !flag.0.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                return Err(format!(
+                    "after {before}: a task waiting in poll_acquire({priority:?}) since step \
+                     #{since} may take a permit now, and was not woken"
+                ));
+            }
+            match poll_with(&*permits, priority, &flag) {
+                Some(p) => held.push(p),
+                None => {
+                    return Err(format!(
+                        "after {before}: a task waiting in poll_acquire({priority:?}) since step \
+                         #{since} was woken, polled again with a permit free to it, and got none"
+                    ))
+                }
+            }
+        }
+        waiting = still;
         let counted = permits.in_flight();
         if counted != held.len() {
             return Err(format!(
@@ -222,16 +299,16 @@ pub fn permits_run(
 pub fn follow(
     mut c: Box<dyn Controller>,
     samples: &[super::Sample],
-    mut model: impl FnMut(super::Sample) -> usize,
+    mut model: impl FnMut(super::Sample) -> (usize, String),
 ) -> Result<(), String> {
     for (i, s) in samples.iter().enumerate() {
         let before = c.limit();
         c.on_sample(*s);
-        let (got, want) = (c.limit(), model(*s));
+        let (got, (want, why)) = (c.limit(), model(*s));
         if got != want {
             return Err(format!(
                 "with the limit at {before}, sample #{i} ({s:?}) leaves it at {got}; the \
-                 contract leaves it at {want}. The samples so far: {:?}",
+                 contract leaves it at {want}: {why}.\nThe samples so far, from #0: {:?}",
                 &samples[..=i]
             ));
         }
@@ -256,4 +333,79 @@ pub fn simulate(
     };
     let permits = (v.permits)(c.limit(), 0).map_err(|e| e.to_string())?;
     Ok((adapt::run(SERVER, &*permits, &mut *c)?, bands))
+}
+
+/// The last instant of any of the logs: drawings of them side by side share
+/// one time scale.
+pub fn until(logs: &[&[Event]]) -> u64 {
+    logs.iter()
+        .flat_map(|l| l.iter())
+        .map(|e| e.at().as_nanos())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The simulation's table and both controllers drawn, for the file `v`.
+pub fn adaptive_table(v: InflightVariant) -> Result<String, String> {
+    let (aimd, _) = simulate(v, Adaptive::Aimd)?;
+    let (gradient, _) = simulate(v, Adaptive::Gradient)?;
+    let mut rows = vec![];
+    for n in [5, 20, 50, 200] {
+        let permits = (v.permits)(n, 0).map_err(|e| e.to_string())?;
+        rows.push((
+            format!("fixed at {n}"),
+            adapt::run(SERVER, &*permits, &mut adapt::Fixed(n))?,
+        ));
+    }
+    rows.push(("AIMD".into(), aimd.clone()));
+    rows.push(("gradient".into(), gradient.clone()));
+    Ok(format!(
+        "{}\nAIMD:\n{}\ngradient:\n{}",
+        adapt::table(&rows),
+        adapt::draw(&aimd),
+        adapt::draw(&gradient)
+    ))
+}
+
+/// The most requests inside the inner service at once (from entering it
+/// to their body's end or their drop), by the log.
+pub fn most_inside(events: &[Event]) -> usize {
+    let (mut inside, mut most) = (std::collections::BTreeSet::new(), 0);
+    for e in events {
+        match e {
+            Event::Enter { request, .. } => {
+                inside.insert(*request);
+            }
+            Event::End { request, .. } | Event::Drop { request, .. } => {
+                inside.remove(request);
+            }
+            _ => {}
+        }
+        most = most.max(inside.len());
+    }
+    most
+}
+
+/// A waker's flag: set when it is woken.
+#[derive(Default)]
+pub struct Flag(std::sync::atomic::AtomicBool);
+
+impl std::task::Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `poll_acquire` from a task whose waker sets `flag`.
+fn poll_with(
+    permits: &dyn super::drive::Permits,
+    priority: Priority,
+    flag: &Arc<Flag>,
+) -> Option<super::drive::HeldPermit> {
+    let waker = std::task::Waker::from(flag.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    match permits.poll_acquire(priority, &mut cx) {
+        std::task::Poll::Ready(p) => Some(p),
+        std::task::Poll::Pending => None,
+    }
 }

@@ -217,6 +217,8 @@ fn search(
         crate::signals::in_model(|| {
             builder.check(move || {
                 counted.fetch_add(1, Ordering::Relaxed);
+                // The trace shown is the breaking execution's alone.
+                crate::sync::reset_trace();
                 if let Some(broken) = execution() {
                     *found.lock().unwrap_or_else(|p| p.into_inner()) = Some(broken.clone());
                     panic!("{broken}");

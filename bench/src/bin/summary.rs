@@ -4,7 +4,9 @@
 //!
 //! With `layer`, the table of lesson 07's layer instead: ns per request
 //! through each layer on the same service, from criterion's last run of
-//! `--bench layer`, and what each adds to the service alone.
+//! `--bench layer`, and what each adds to the service alone; with
+//! `inflight`, lesson 12's concurrency limit and shedder beside tower's, from
+//! `--bench inflight`, the same way.
 //!
 //! `scripts/bench.sh` runs the benchmarks, then this.
 
@@ -65,13 +67,40 @@ const LAYERS: [(&str, &str); 5] = [
     ),
 ];
 
-fn layer_table() {
-    let bare = median("layer", "no-layer");
+/// The contenders of `--bench inflight`, as the table names them.
+const INFLIGHT: [(&str, &str); 6] = [
+    ("no-limit", "the service alone"),
+    (
+        "body-held-only",
+        "the body held only: each answer's body wrapped by `hold_until_done`, holding nothing, no permits",
+    ),
+    (
+        "tower-concurrency-limit",
+        "tower's `ConcurrencyLimit` (its permit given back when the response future completes)",
+    ),
+    (
+        "12-concurrency-limit",
+        "12 reference `ConcurrencyLimitLayer` (its permit held until the body has ended)",
+    ),
+    (
+        "tower-load-shed",
+        "tower's `load_shed` over `ConcurrencyLimit`",
+    ),
+    (
+        "12-shed",
+        "12 reference `ShedLayer` (a permit and a key's count, held until the body has ended)",
+    ),
+];
+
+/// ns per request through each of `rows` on the same service, and what
+/// each adds to the first, the service alone.
+fn added_table(group: &str, rows: &[(&str, &str)]) {
+    let bare = median(group, rows[0].0);
     println!("| on the same service | ns per request | added to the service alone |");
     println!("|---|---|---|");
-    for (name, label) in LAYERS {
-        match (median("layer", name), bare) {
-            (Some(ns), _) if name == "no-layer" => println!("| {label} | {ns:.0} | |"),
+    for (i, (name, label)) in rows.iter().enumerate() {
+        match (median(group, name), bare) {
+            (Some(ns), _) if i == 0 => println!("| {label} | {ns:.0} | |"),
             (Some(ns), Some(bare)) => println!("| {label} | {ns:.0} | {:.0} |", ns - bare),
             (Some(ns), None) => println!("| {label} | {ns:.0} | not measured |"),
             (None, _) => println!("| {label} | not measured | |"),
@@ -80,9 +109,10 @@ fn layer_table() {
 }
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some("layer") {
-        layer_table();
-        return;
+    match std::env::args().nth(1).as_deref() {
+        Some("layer") => return added_table("layer", &LAYERS),
+        Some("inflight") => return added_table("inflight", &INFLIGHT),
+        _ => {}
     }
     let million = keys(1_000_000);
     let names: Vec<&str> = contenders().iter().map(|(n, _)| *n).collect();
