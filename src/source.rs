@@ -260,6 +260,11 @@ const OUTSIDE_IN_FLIGHT: &[(&str, &str)] = &[
         "starts a task: a request's work happens in the future `call` returns, which its \
          caller polls and may drop",
     ),
+    (
+        "tokio::",
+        "takes something from tokio: the permits are yours, behind `super::sync`; the layers \
+         wait only in `poll_ready` and on their `Clock`",
+    ),
 ];
 
 /// What a client may not use besides what a layer may not, with the

@@ -68,7 +68,8 @@ impl Permits {
     }
 
     /// A new limit, at least `reserved + 1`: permits held above it stay
-    /// held, and none is given until fewer are held than the limit.
+    /// held, none is given until fewer are held than the limit, and the
+    /// tasks waiting in `poll_acquire` are woken.
     pub fn set_limit(&self, limit: usize) {
         todo!("lesson 12, milestone 1: move the limit")
     }

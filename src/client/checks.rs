@@ -519,9 +519,7 @@ fn both(
     two: fn(&BoxedBudget) -> bool,
 ) -> (bool, bool) {
     let other = b.clone();
-    let h = loom::thread::spawn(move || one(&other));
-    let second = two(b);
-    (h.join().unwrap_or(false), second)
+    crate::scenarios::both(move || one(&other), || two(b))
 }
 
 /// The instant every race happens at.

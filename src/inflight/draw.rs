@@ -20,6 +20,7 @@ struct Life {
     end: Option<u64>,
     dropped: Option<u64>,
     gave_up: Option<u64>,
+    failed: Option<u64>,
 }
 
 /// The drawing of a log of `script`, its columns spread over the time to
@@ -40,7 +41,11 @@ pub fn draw(script: &Script, events: &[Event], until: u64) -> String {
             Event::End { .. } => life.end = Some(at),
             Event::Drop { .. } => life.dropped = Some(at),
             Event::GaveUp { .. } => life.gave_up = Some(at),
-            Event::Unready { .. } => {}
+            Event::Unready { .. } | Event::Body { .. } => {}
+            Event::Failed { .. } => {
+                life.failed = Some(at);
+                life.end = Some(at);
+            }
         }
     }
     let last = events
@@ -100,6 +105,8 @@ pub fn draw(script: &Script, events: &[Event], until: u64) -> String {
             let within = |t: Option<u64>| t.is_some_and(|t| (t0..t1).contains(&t));
             let ch = if within(life.dropped) {
                 'x'
+            } else if within(life.failed) {
+                'f'
             } else if within(life.gave_up) {
                 'g'
             } else if let Some((at, status)) = life.headers.filter(|h| h.1 != 200) {

@@ -2,7 +2,8 @@
 //! wraps a compiled file into ([`InflightVariant`]), over std and over
 //! loom.
 
-use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
@@ -10,14 +11,14 @@ use axum::http::{Request, Response};
 use tower::util::BoxCloneService;
 
 use super::{
-    Admit, AimdPolicy, DelayPolicy, GradientPolicy, ManualClock, PolicyError, Priority, Sample,
-    ShedPolicy, Timestamp,
+    Admit, AimdPolicy, DelayPolicy, GradientPolicy, InnerError, ManualClock, PolicyError, Priority,
+    Sample, ShedPolicy, Timestamp,
 };
 use crate::kind::Compiled;
 
 /// A service as the checks hold it: the inner service, or a learner's
 /// layer around it, boxed.
-pub type Service = BoxCloneService<Request<Body>, Response<Body>, Infallible>;
+pub type Service = BoxCloneService<Request<Body>, Response<Body>, InnerError>;
 
 /// A permit as the checks hold it: given back when dropped.
 pub type HeldPermit = Box<dyn Send>;
@@ -28,6 +29,8 @@ pub trait Permits: Send + Sync {
     fn poll_acquire(&self, priority: Priority, cx: &mut Context<'_>) -> Poll<HeldPermit>;
     fn in_flight(&self) -> usize;
     fn set_limit(&self, limit: usize);
+    /// A clone, which shares the permits.
+    fn clone_box(&self) -> Box<dyn Permits>;
 }
 
 /// What the checks ask of a delay queue.
@@ -71,7 +74,7 @@ impl Compiled for InflightVariant {
 
 /// A file's permits, with what the checks call of them (what `variant!`
 /// passes, over std and over loom).
-pub fn permits<T: Send + Sync + 'static>(
+pub fn permits<T: Clone + Send + Sync + 'static>(
     inner: T,
     try_acquire: fn(&T, Priority) -> Option<HeldPermit>,
     poll_acquire: fn(&T, Priority, &mut Context<'_>) -> Poll<HeldPermit>,
@@ -96,7 +99,7 @@ struct Adapted<T, C> {
     calls: C,
 }
 
-impl<T: Send + Sync> Permits for Adapted<T, PermitCalls<T>> {
+impl<T: Clone + Send + Sync + 'static> Permits for Adapted<T, PermitCalls<T>> {
     fn try_acquire(&self, priority: Priority) -> Option<HeldPermit> {
         (self.calls.0)(&self.inner, priority)
     }
@@ -111,6 +114,13 @@ impl<T: Send + Sync> Permits for Adapted<T, PermitCalls<T>> {
 
     fn set_limit(&self, limit: usize) {
         (self.calls.3)(&self.inner, limit)
+    }
+
+    fn clone_box(&self) -> Box<dyn Permits> {
+        Box::new(Adapted {
+            inner: self.inner.clone(),
+            calls: self.calls,
+        })
     }
 }
 
@@ -152,16 +162,54 @@ impl<T: Send> Controller for Adapted<T, ControllerCalls<T>> {
     }
 }
 
-/// The layer `layer` around `inner`, boxed as the checks hold a service
-/// (what `variant!` builds a subject's services with).
+/// The layer `layer` around `inner` twice (`layer` called twice), boxed as
+/// one service whose clones take turns: every other clone goes through each
+/// of the two. A layer whose `layer` made permits or a queue of its own
+/// would have two, and let twice as many through.
 pub fn layered<L>(layer: &L, inner: Service) -> Service
 where
     L: tower::Layer<Service>,
-    L::Service: tower::Service<Request<Body>, Response = Response<Body>, Error = Infallible>
+    L::Service: tower::Service<Request<Body>, Response = Response<Body>, Error = InnerError>
         + Clone
         + Send
         + 'static,
     <L::Service as tower::Service<Request<Body>>>::Future: Send + 'static,
 {
-    Service::new(layer.layer(inner))
+    let first = Service::new(layer.layer(inner.clone()));
+    let second = Service::new(layer.layer(inner));
+    Service::new(Turns {
+        services: [first, second],
+        turn: Arc::default(),
+        mine: 0,
+    })
+}
+
+struct Turns {
+    services: [Service; 2],
+    turn: Arc<AtomicUsize>,
+    mine: usize,
+}
+
+impl Clone for Turns {
+    fn clone(&self) -> Self {
+        Turns {
+            services: self.services.clone(),
+            turn: self.turn.clone(),
+            mine: self.turn.fetch_add(1, Ordering::Relaxed) % 2,
+        }
+    }
+}
+
+impl tower::Service<Request<Body>> for Turns {
+    type Response = Response<Body>;
+    type Error = InnerError;
+    type Future = <Service as tower::Service<Request<Body>>>::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), InnerError>> {
+        self.services[self.mine].poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<Body>) -> Self::Future {
+        self.services[self.mine].call(request)
+    }
 }

@@ -38,6 +38,8 @@ pub fn req(at: u64, latency: u64, body: u64) -> Req {
         body: ms(body) + Duration::from_micros(1),
         drop_at: None,
         gives_up: false,
+        fails: false,
+        ready_twice: false,
     }
 }
 
@@ -46,9 +48,9 @@ pub fn drop_at(at: u64) -> Option<Timestamp> {
     Some(Timestamp::from_millis(at) + Duration::from_micros(3))
 }
 
-/// The keys requests carry: some differ only in case, and `""` is the key
-/// of a request without one too.
-const KEYS: &[&str] = &["a", "b", "A", "", "c"];
+/// The keys requests carry: some differ only in case; `""` is the key of a
+/// request without one too, and of the two that are not visible ASCII.
+const KEYS: &[&str] = &["a", "b", "A", "", "c", "é", "ü"];
 
 /// What `x-priority` says: critical in any case and with spaces around it,
 /// or something else, which is normal.
@@ -73,7 +75,11 @@ fn requests(
             0u64..80,
             0u64..80,
             prop::option::weighted(0.25, 0u64..150),
-            prop::bool::weighted(0.1),
+            (
+                prop::bool::weighted(0.1),
+                prop::bool::weighted(0.1),
+                prop::bool::weighted(0.2),
+            ),
             prop::option::weighted(0.8, prop::sample::select(KEYS)),
             prop::option::weighted(0.4, prop::sample::select(PRIORITIES)),
         ),
@@ -83,9 +89,11 @@ fn requests(
         raw.sort_by_key(|r| r.0);
         raw.into_iter()
             .map(
-                |(at, latency, body, dropped, gives_up, key, priority)| Req {
+                |(at, latency, body, dropped, (gives_up, fails, ready_twice), key, priority)| Req {
                     drop_at: dropped.and_then(|d| drop_at(at + d)),
                     gives_up,
+                    fails,
+                    ready_twice,
                     key: key.filter(|_| keys),
                     priority: priority.filter(|_| keys),
                     ..req(at, latency, body)
@@ -184,9 +192,8 @@ fn sample() -> impl Strategy<Value = Sample> {
             3 => (1u64..40).prop_map(ms),
             1 => (40u64..400).prop_map(ms),
             1 => Just(ms(10)),
-            // To the nanosecond, and zero.
-            1 => (0u64..5_000_000).prop_map(Duration::from_nanos),
-            1 => Just(Duration::ZERO),
+            // To the nanosecond.
+            1 => (1u64..5_000_000).prop_map(Duration::from_nanos),
         ],
         0usize..120,
         prop::bool::weighted(0.08),
@@ -231,18 +238,29 @@ pub fn gradient() -> impl Strategy<Value = (GradientPolicy, Vec<Sample>)> {
         bounds(),
         prop_oneof![Just(100u32), 100u32..400],
         prop::collection::vec(sample(), 1..120),
+        // A few sequences end with a sample of no latency at all.
+        prop::bool::weighted(0.1),
     )
-        .prop_map(|((min, max, initial), tolerance_percent, samples)| {
-            (
-                GradientPolicy {
-                    min,
-                    max,
-                    initial,
-                    tolerance_percent,
-                },
-                samples,
-            )
-        })
+        .prop_map(
+            |((min, max, initial), tolerance_percent, mut samples, zero)| {
+                if zero {
+                    samples.push(Sample {
+                        latency: Duration::ZERO,
+                        in_flight: 1,
+                        dropped: false,
+                    });
+                }
+                (
+                    GradientPolicy {
+                        min,
+                        max,
+                        initial,
+                        tolerance_percent,
+                    },
+                    samples,
+                )
+            },
+        )
 }
 
 /// What one step of a permits property does.
@@ -264,7 +282,10 @@ impl Step {
         match *self {
             Step::Take(c) => format!("try_acquire({})", p(c)),
             Step::Wait(c) => format!("poll_acquire({}) from a task of its own", p(c)),
-            Step::GiveBack(i) => format!("a permit held dropped (the {i}th, modulo)"),
+            Step::GiveBack(i) => format!(
+                "a permit held is dropped (number {i} of those held, counting from 0 and around \
+                 again)"
+            ),
             Step::SetLimit(n) => format!("set_limit({n})"),
         }
     }
@@ -272,12 +293,12 @@ impl Step {
 
 /// Permits' terms and a sequence of takes (critical or not), give-backs
 /// (of the i-th held, modulo) and new limits.
-pub fn permit_steps() -> impl Strategy<Value = (usize, usize, Vec<Step>)> {
-    (1usize..=5, 0usize..5).prop_flat_map(|(limit, reserved)| {
+pub fn permit_steps(wait: bool) -> impl Strategy<Value = (usize, usize, Vec<Step>)> {
+    (1usize..=5, 0usize..5).prop_flat_map(move |(limit, reserved)| {
         let reserved = reserved.min(limit - 1);
         let step = prop_oneof![
             5 => any::<bool>().prop_map(Step::Take),
-            2 => any::<bool>().prop_map(Step::Wait),
+            if wait { 3 } else { 0 } => any::<bool>().prop_map(Step::Wait),
             3 => (0usize..8).prop_map(Step::GiveBack),
             1 => (0usize..=6).prop_map(Step::SetLimit),
         ];
@@ -300,7 +321,7 @@ fn shed(limit: usize, reserved: usize, per_key: usize) -> Under {
 
 /// The named scripts: drawn, compared with their snapshots, and shown by
 /// `cargo run -- compare 12 NAME`.
-pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
+pub const SNAPSHOTS: [Named<fn() -> Script>; 8] = [
     // Five requests, two permits: the others wait their turn.
     ("first_look", || Script {
         under: Under::Concurrency(2),
@@ -319,7 +340,7 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
         r[1].drop_at = drop_at(60);
         r[2].drop_at = drop_at(20);
         r[3].gives_up = true;
-        r[4].drop_at = drop_at(150);
+        r[4].drop_at = drop_at(80);
         Script {
             under: Under::Concurrency(2),
             requests: r,
@@ -360,6 +381,16 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
             delay: 0,
         }),
         requests: vec![req(0, 5, 0), req(0, 5, 0), req(400, 5, 0), req(1_000, 5, 0)],
+    }),
+    // Ten thousand a second and no queue: a refusal of a tenth of a
+    // millisecond still says `Retry-After: 1`, never 0.
+    ("a_refusal_under_a_millisecond", || Script {
+        under: Under::Delay(DelayPolicy {
+            rate: 10_000,
+            burst: 0,
+            delay: 0,
+        }),
+        requests: vec![req(0, 5, 0), req(0, 5, 0)],
     }),
     // The same with `delay=2`: the first three go at once.
     ("delay_queue_two_at_once", || Script {

@@ -171,6 +171,20 @@ impl<G: Send + 'static> http_body::Body for Held<G> {
     }
 }
 
+/// What the checks' inner services fail with: the request reached them and
+/// got no answer (a backend that reset the connection, a timeout). A layer
+/// passes it on as it came.
+#[derive(Clone, PartialEq, Eq, Debug)]
+pub struct InnerError(pub String);
+
+impl fmt::Display for InnerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "no answer: {}", self.0)
+    }
+}
+
+impl std::error::Error for InnerError {}
+
 /// The load shedder's terms.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct ShedPolicy {

@@ -342,7 +342,11 @@ impl Run<'_> {
                 }
             }
             Under::Shed(p) => {
-                let key = r.key.unwrap_or("");
+                // A key that is not visible ASCII (or tabs) is no key.
+                let key = r
+                    .key
+                    .filter(|k| k.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)))
+                    .unwrap_or("");
                 let key_count = self.keys.get(key).copied().unwrap_or(0);
                 let room = if critical(r.priority) {
                     p.limit
@@ -430,6 +434,11 @@ impl Run<'_> {
 
     fn happen(&mut self, due: Due, at: Timestamp) {
         match due {
+            Due::Headers(id) if self.req(id).fails => {
+                self.events.push(Event::Failed { request: id, at });
+                self.done[id] = true;
+                self.release(id, Some(at));
+            }
             Due::Headers(id) => {
                 self.events.push(Event::Headers {
                     request: id,
@@ -462,5 +471,84 @@ pub fn may_take(priority: Priority, held: usize, limit: usize, reserved: usize) 
     match priority {
         Priority::Critical => held < limit,
         Priority::Normal => held + reserved < limit,
+    }
+}
+
+/// The permits as the contract says them, for the simulation's table:
+/// taken and given back by one thread, never waited for.
+#[derive(Clone)]
+pub struct PermitsModel {
+    state: std::sync::Arc<std::sync::Mutex<(usize, usize)>>,
+}
+
+impl PermitsModel {
+    pub fn new(limit: usize) -> PermitsModel {
+        PermitsModel {
+            state: std::sync::Arc::new(std::sync::Mutex::new((limit, 0))),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (usize, usize)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+struct HeldModel(PermitsModel);
+
+impl Drop for HeldModel {
+    fn drop(&mut self) {
+        self.0.lock().1 -= 1;
+    }
+}
+
+impl super::drive::Permits for PermitsModel {
+    fn try_acquire(&self, priority: Priority) -> Option<super::drive::HeldPermit> {
+        let mut state = self.lock();
+        if !may_take(priority, state.1, state.0, 0) {
+            return None;
+        }
+        state.1 += 1;
+        Some(Box::new(HeldModel(self.clone())))
+    }
+
+    fn poll_acquire(
+        &self,
+        priority: Priority,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<super::drive::HeldPermit> {
+        self.try_acquire(priority)
+            .map_or(std::task::Poll::Pending, std::task::Poll::Ready)
+    }
+
+    fn in_flight(&self) -> usize {
+        self.lock().1
+    }
+
+    fn set_limit(&self, limit: usize) {
+        self.lock().0 = limit.max(1);
+    }
+
+    fn clone_box(&self) -> Box<dyn super::drive::Permits> {
+        Box::new(self.clone())
+    }
+}
+
+impl super::drive::Controller for AimdModel {
+    fn limit(&self) -> usize {
+        self.limit
+    }
+
+    fn on_sample(&mut self, sample: Sample) {
+        AimdModel::on_sample(self, sample)
+    }
+}
+
+impl super::drive::Controller for GradientModel {
+    fn limit(&self) -> usize {
+        self.limit
+    }
+
+    fn on_sample(&mut self, sample: Sample) {
+        GradientModel::on_sample(self, sample)
     }
 }

@@ -57,9 +57,10 @@ impl Race {
                     Race::TheReservedShare => Priority::Normal,
                     _ => Priority::Critical,
                 };
-                let h = loom::thread::spawn(move || other.try_acquire(priority));
-                let mine = p.try_acquire(priority);
-                let theirs = h.join().ok().flatten();
+                let (theirs, mine) = crate::scenarios::both(
+                    move || other.try_acquire(priority),
+                    || p.try_acquire(priority),
+                );
                 let took = usize::from(mine.is_some()) + usize::from(theirs.is_some());
                 if took != 1 {
                     return Err(format!(
@@ -71,9 +72,10 @@ impl Race {
             }
             Race::AGiveBackBesideATake => {
                 let held = p.try_acquire(Priority::Critical).ok_or("no first permit")?;
-                let h = loom::thread::spawn(move || drop(held));
-                let mine = p.try_acquire(Priority::Critical);
-                let _ = h.join();
+                let ((), mine) = crate::scenarios::both(
+                    move || drop(held),
+                    || p.try_acquire(Priority::Critical),
+                );
                 let want = usize::from(mine.is_some());
                 let counted = p.in_flight();
                 if counted != want {
@@ -91,12 +93,13 @@ impl Race {
             }
             Race::NoWaiterIsForgotten => {
                 let held = p.try_acquire(Priority::Critical).ok_or("no first permit")?;
-                let h = loom::thread::spawn(move || drop(held));
                 let flag = Arc::new(Flag(AtomicBool::new(false)));
                 let waker = Waker::from(flag.clone());
+                let ((), first) = crate::scenarios::both(
+                    move || drop(held),
+                    || p.poll_acquire(Priority::Critical, &mut Context::from_waker(&waker)),
+                );
                 let mut cx = Context::from_waker(&waker);
-                let first = p.poll_acquire(Priority::Critical, &mut cx);
-                let _ = h.join();
                 if let Poll::Ready(permit) = first {
                     drop(permit);
                 } else {

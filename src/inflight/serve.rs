@@ -34,8 +34,9 @@ pub enum Check {
     Shed,
 }
 
-/// The most a check waits for something to happen.
-const PATIENCE: Duration = Duration::from_secs(10);
+/// The most a check waits for something to happen: well within the time a
+/// check may take, so that a wait in vain is said as such.
+const PATIENCE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct State {
@@ -129,7 +130,7 @@ impl Drop for Gated {
     }
 }
 
-use std::future::Future as _;
+use std::future::Future;
 
 /// The slow handler: counts what is inside and keeps each body open
 /// until its gate opens.
@@ -169,14 +170,15 @@ struct Watcher {
 impl tower::Service<Request<Body>> for Watcher {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = <Service as tower::Service<Request<Body>>>::Future;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         let polled = self.inner.poll_ready(cx);
         if polled.is_pending() {
             self.shared.with(|s| s.waited = true);
         }
-        polled
+        // The handler never fails; were it to, the server answers 502.
+        polled.map(|_| Ok(()))
     }
 
     fn call(&mut self, req: Request<Body>) -> Self::Future {
@@ -184,7 +186,14 @@ impl tower::Service<Request<Body>> for Watcher {
             let open = s.open;
             s.open_at_call.push(open)
         });
-        self.inner.call(req)
+        let answer = self.inner.call(req);
+        Box::pin(async move {
+            Ok(answer.await.unwrap_or_else(|_| {
+                let mut r = Response::new(Body::empty());
+                *r.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
+                r
+            }))
+        })
     }
 }
 
@@ -321,7 +330,10 @@ async fn queue(shared: &Arc<Shared>, caller: &Arc<Caller>) -> Result<(), String>
     }
     let mut statuses = vec![];
     for task in first.into_iter().chain([third]) {
-        statuses.push(task.await.map_err(|e| e.to_string())??.0);
+        let seen = tokio::time::timeout(PATIENCE, task)
+            .await
+            .map_err(|_| format!("a request's body did not end within {PATIENCE:?}"))?;
+        statuses.push(seen.map_err(|e| e.to_string())??.0);
     }
     let most = shared.with(|s| s.most_open);
     if statuses != [200, 200, 200] || most > 2 {
@@ -387,7 +399,14 @@ async fn shed(shared: &Arc<Shared>, caller: &Arc<Caller>) -> Result<(), String> 
         reading.push(body);
     }
     shared.open_gate(0);
-    let _ = reading.remove(0).await;
+    if tokio::time::timeout(PATIENCE, reading.remove(0))
+        .await
+        .is_err()
+    {
+        return Err(format!(
+            "with {SHED:?}, #0's body did not end within {PATIENCE:?} of its gate opening"
+        ));
+    }
     let (got, _body) = caller.send(6, "a", true).await?;
     if got != (200, None) {
         return Err(format!(

@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use tower::{Service as _, ServiceExt};
 
 use super::drive::Service;
-use super::{DelayPolicy, ManualClock, ShedPolicy, Sleep, Timestamp, KEY, PRIORITY};
+use super::{DelayPolicy, InnerError, ManualClock, ShedPolicy, Sleep, Timestamp, KEY, PRIORITY};
 use crate::virtual_time::{run, Stuck, Task, Watch, HORIZON, MOST_STEPS};
 
 /// Which of the learner's layers a script runs through.
@@ -46,9 +46,14 @@ pub struct Req {
     pub body: Duration,
     /// When the caller drops it (its future, or the body it is reading).
     pub drop_at: Option<Timestamp>,
+    /// The inner service fails it after its latency, with no answer.
+    pub fails: bool,
     /// Its caller waits for the service to be ready, then drops the
     /// service without calling it.
     pub gives_up: bool,
+    /// Its caller asks the service to be ready twice before it calls it
+    /// (tower allows it: a service already ready stays ready).
+    pub ready_twice: bool,
 }
 
 /// Requests through one layer.
@@ -76,6 +81,15 @@ pub enum Event {
     },
     /// The caller read its answer's body to the end.
     End { request: usize, at: Timestamp },
+    /// The caller got the inner service's failure: no answer.
+    Failed { request: usize, at: Timestamp },
+    /// The answer's body held this many bytes (the inner service's and
+    /// the layers' answers hold none).
+    Body {
+        request: usize,
+        at: Timestamp,
+        bytes: usize,
+    },
     /// The caller dropped it.
     Drop { request: usize, at: Timestamp },
     /// It was sent to a clone of the inner service whose `poll_ready` had
@@ -91,6 +105,8 @@ impl Event {
             | Event::Enter { request, .. }
             | Event::Headers { request, .. }
             | Event::End { request, .. }
+            | Event::Failed { request, .. }
+            | Event::Body { request, .. }
             | Event::Drop { request, .. }
             | Event::Unready { request, .. } => *request,
         }
@@ -103,6 +119,8 @@ impl Event {
             | Event::Enter { at, .. }
             | Event::Headers { at, .. }
             | Event::End { at, .. }
+            | Event::Failed { at, .. }
+            | Event::Body { at, .. }
             | Event::Drop { at, .. }
             | Event::Unready { at, .. } => *at,
         }
@@ -124,6 +142,8 @@ impl Event {
             },
             Event::End { .. } => "has read its body to the end".to_string(),
             Event::Drop { .. } => "is dropped by its caller".to_string(),
+            Event::Failed { .. } => "fails: the inner service gave no answer".to_string(),
+            Event::Body { bytes, .. } => format!("had {bytes} bytes of body"),
             Event::Unready { .. } => "is sent to a clone of the inner service that was never made \
                                       ready (call without its poll_ready)"
                 .to_string(),
@@ -182,7 +202,6 @@ fn log(events: &Shared, event: Event) {
 
 /// The slow inner service: logs when a request reaches it, answers 200
 /// after the request's latency and ends the body after its body time.
-#[derive(Clone)]
 pub struct Inner {
     clock: ManualClock,
     requests: Arc<Vec<Req>>,
@@ -191,13 +210,26 @@ pub struct Inner {
     ready: bool,
 }
 
+/// A clone shares the log and the clock, and was not made ready: tower's
+/// `poll_ready` readies the one service it is called on.
+impl Clone for Inner {
+    fn clone(&self) -> Self {
+        Inner {
+            clock: self.clock.clone(),
+            requests: self.requests.clone(),
+            events: self.events.clone(),
+            ready: false,
+        }
+    }
+}
+
 impl tower::Service<Request<Body>> for Inner {
     type Response = Response<Body>;
-    type Error = Infallible;
+    type Error = InnerError;
     type Future =
-        Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+        Pin<Box<dyn std::future::Future<Output = Result<Response<Body>, InnerError>> + Send>>;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), InnerError>> {
         self.ready = true;
         Poll::Ready(Ok(()))
     }
@@ -213,14 +245,19 @@ impl tower::Service<Request<Body>> for Inner {
             log(&self.events, Event::Unready { request: id, at });
         }
         log(&self.events, Event::Enter { request: id, at });
-        let (latency, body) = self
+        let (latency, body, fails) = self
             .requests
             .get(id)
-            .map_or((Duration::ZERO, Duration::ZERO), |r| (r.latency, r.body));
+            .map_or((Duration::ZERO, Duration::ZERO, false), |r| {
+                (r.latency, r.body, r.fails)
+            });
         let clock = self.clock.clone();
         Box::pin(async move {
             let answered = at + latency;
             clock.sleep_until(answered).await;
+            if fails {
+                return Err(InnerError("the backend reset the connection".into()));
+            }
             let sleep = clock.sleep_until(answered + body);
             Ok(Response::new(Body::new(SlowBody { sleep: Some(sleep) })))
         })
@@ -257,7 +294,10 @@ impl http_body::Body for SlowBody {
 fn request(id: usize, r: &Req) -> Request<Body> {
     let mut builder = Request::builder().uri("/work").header(REQUEST, id);
     if let Some(k) = r.key {
-        builder = builder.header(KEY, k);
+        // Bytes past ASCII are allowed in a header (obs-text), not readable
+        // as text.
+        let value = axum::http::HeaderValue::from_bytes(k.as_bytes()).expect("a header value");
+        builder = builder.header(KEY, value);
     }
     if let Some(p) = r.priority {
         builder = builder.header(PRIORITY, p);
@@ -298,13 +338,23 @@ pub fn run_script(script: &Script, build: Build<'_>) -> Result<Log, String> {
         .enumerate()
         .map(|(id, r)| {
             let (mut service, events, clock) = (service.clone(), events.clone(), clock.clone());
-            let (req, gives_up) = (request(id, r), r.gives_up);
+            let (req, gives_up, ready_twice) = (request(id, r), r.gives_up, r.ready_twice);
             Task {
                 at: r.at,
                 start: Box::new(move || {
                     Box::pin(async move {
-                        let ready = service.ready().await;
-                        let Ok(service) = ready;
+                        let Ok(service) = service.ready().await else {
+                            let at = clock.now();
+                            return log(&events, Event::Failed { request: id, at });
+                        };
+                        let Ok(service) = (if ready_twice {
+                            service.ready().await
+                        } else {
+                            Ok(service)
+                        }) else {
+                            let at = clock.now();
+                            return log(&events, Event::Failed { request: id, at });
+                        };
                         if gives_up {
                             log(
                                 &events,
@@ -315,7 +365,10 @@ pub fn run_script(script: &Script, build: Build<'_>) -> Result<Log, String> {
                             );
                             return;
                         }
-                        let Ok(response) = service.call(req).await;
+                        let Ok(response) = service.call(req).await else {
+                            let at = clock.now();
+                            return log(&events, Event::Failed { request: id, at });
+                        };
                         log(
                             &events,
                             Event::Headers {
@@ -329,7 +382,21 @@ pub fn run_script(script: &Script, build: Build<'_>) -> Result<Log, String> {
                             },
                         );
                         let mut body = response.into_body();
-                        while let Some(Ok(_)) = body.frame().await {}
+                        let mut bytes = 0;
+                        while let Some(Ok(frame)) = body.frame().await {
+                            bytes += frame.data_ref().map_or(0, |d| d.len());
+                        }
+                        if bytes > 0 {
+                            let at = clock.now();
+                            log(
+                                &events,
+                                Event::Body {
+                                    request: id,
+                                    at,
+                                    bytes,
+                                },
+                            );
+                        }
                         log(
                             &events,
                             Event::End {

@@ -35,7 +35,12 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
     });
     t.group(group::PROPERTY, |t| {
         t.test("permits_agree_with_model", move || {
-            lesson().permits_agree_with_model(CASES)
+            lesson().permits_agree_with_model(false, CASES)
+        });
+        // With tasks waiting in poll_acquire: each woken when a give-back
+        // or a new limit makes a permit free to it.
+        t.test("waiting_tasks_are_woken", move || {
+            lesson().permits_agree_with_model(true, CASES)
         });
         let families: [Named<Family>; 3] = [
             ("concurrency_limit_agrees_with_model", Family::Concurrency),
@@ -144,6 +149,14 @@ fn policy_cases() -> Vec<Named<Case>> {
             (P::Permits(2, 2), Err(ReservedNotBelowLimit)),
         ),
         ("permits_all_but_one_reserved", (P::Permits(3, 2), Ok(()))),
+        (
+            "permits_a_concurrency_limit_of_zero",
+            (P::Concurrency(0), Err(ZeroLimit)),
+        ),
+        (
+            "permits_a_concurrency_limit_of_one",
+            (P::Concurrency(1), Ok(())),
+        ),
         ("shed_of_zero", (shed(|p| p.limit = 0), Err(ZeroLimit))),
         (
             "shed_reserving_everything",
@@ -189,6 +202,17 @@ fn policy_cases() -> Vec<Named<Case>> {
         (
             "delay_above_burst",
             (delay(|p| p.delay = 6), Err(DelayAboveBurst)),
+        ),
+        (
+            "delay_the_layer_refuses_what_its_queue_does",
+            (
+                P::DelayLayer(DelayPolicy { rate: 0, ..DELAY }),
+                Err(ZeroRate),
+            ),
+        ),
+        (
+            "delay_the_layer_of_a_valid_queue",
+            (P::DelayLayer(DELAY), Ok(())),
         ),
         (
             "delay_rate_before_delay",

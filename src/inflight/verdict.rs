@@ -45,13 +45,18 @@ pub fn build(
     }
 }
 
-/// A script in words: its layer and its requests.
-pub fn describe(s: &Script) -> String {
-    let under = match s.under {
+/// The layer a script is under, as it is made.
+pub fn under_text(s: &Script) -> String {
+    match s.under {
         Under::Concurrency(l) => format!("ConcurrencyLimitLayer::new({l})"),
         Under::Shed(p) => format!("ShedLayer::new({p:?})"),
         Under::Delay(p) => format!("DelayLayer::new({p:?}, clock)"),
-    };
+    }
+}
+
+/// A script in words: its layer and its requests.
+pub fn describe(s: &Script) -> String {
+    let under = under_text(s);
     let requests = s.requests.iter().enumerate().map(|(i, r)| {
         let mut parts = vec![format!("#{i} at {}", seconds(r.at))];
         if let Some(k) = r.key {
@@ -62,12 +67,20 @@ pub fn describe(s: &Script) -> String {
         }
         if r.gives_up {
             parts.push("its caller gives up once ready".into());
+        } else if r.fails {
+            parts.push(format!(
+                "failed by the inner service after {}, with no answer",
+                seconds(Timestamp::ZERO + r.latency)
+            ));
         } else {
             parts.push(format!(
                 "answered after {} with a body of {}",
                 seconds(Timestamp::ZERO + r.latency),
                 seconds(Timestamp::ZERO + r.body)
             ));
+        }
+        if r.ready_twice {
+            parts.push("its caller asks for ready twice".into());
         }
         if let Some(d) = r.drop_at {
             parts.push(format!("dropped at {}", seconds(d)));
@@ -143,8 +156,9 @@ pub fn difference(s: &Script, log: &Log) -> Option<String> {
         tail.insert(0, "        …".into());
     }
     Some(format!(
-        "request #{id}: yours: {}\n           the contract: {}\n{}\nThe log up to there:\n{}\n\
+        "Under {}:\nrequest #{id}: yours: {}\n           the contract: {}\n{}\nThe log up to there:\n{}\n\
          In flight, yours:\n{}In flight, the contract's:\n{}\nThe script: {}",
+        under_text(s),
         said(&got),
         said(&wanted),
         stuck.unwrap_or_default(),
@@ -190,6 +204,8 @@ pub fn permits_run(
 ) -> Result<(), String> {
     let permits = (v.permits)(limit, reserved)
         .map_err(|e| format!("Permits::new({limit}, {reserved}) refused: {e}"))?;
+    // Every other step goes through a clone: clones share the permits.
+    let clone = permits.clone_box();
     let (mut held, mut cap) = (vec![], limit);
     // Tasks waiting in poll_acquire: their priority, their waker's flag,
     // and the step they began waiting at.
@@ -202,9 +218,15 @@ pub fn permits_run(
         }
     };
     for (i, step) in steps.iter().enumerate() {
+        let through: &dyn super::drive::Permits = if i % 2 == 0 { &*permits } else { &*clone };
         let before = format!(
-            "step #{i}, {}, with {} held of a limit of {cap}, {reserved} reserved",
+            "step #{i}, {} through {}, with {} held of a limit of {cap}, {reserved} reserved",
             step.describe(),
+            if i % 2 == 0 {
+                "the permits"
+            } else {
+                "a clone of them"
+            },
             held.len()
         );
         let gives = |b: bool| if b { "a permit" } else { "none" };
@@ -212,7 +234,7 @@ pub fn permits_run(
             gen::Step::Take(critical) => {
                 let priority = priority(critical);
                 let want = model::may_take(priority, held.len(), cap, reserved);
-                let got = permits.try_acquire(priority);
+                let got = through.try_acquire(priority);
                 if got.is_some() != want {
                     return Err(format!(
                         "at {before}: it gives {}; the contract gives {}",
@@ -226,7 +248,7 @@ pub fn permits_run(
                 let priority = priority(critical);
                 let want = model::may_take(priority, held.len(), cap, reserved);
                 let flag = Arc::new(Flag::default());
-                let got = poll_with(&*permits, priority, &flag);
+                let got = poll_with(through, priority, &flag);
                 if got.is_some() != want {
                     return Err(format!(
                         "at {before}: it gives {}; the contract gives {}",
@@ -245,7 +267,7 @@ pub fn permits_run(
                 }
             }
             gen::Step::SetLimit(n) => {
-                permits.set_limit(n);
+                through.set_limit(n);
                 cap = n.max(reserved + 1);
             }
         }
@@ -284,12 +306,15 @@ pub fn permits_run(
             }
         }
         waiting = still;
-        let counted = permits.in_flight();
-        if counted != held.len() {
-            return Err(format!(
-                "after {before}: in_flight() says {counted}; {} are held",
-                held.len()
-            ));
+        for (whose, p) in [("the permits'", &permits), ("a clone's", &clone)] {
+            let counted = p.in_flight();
+            if counted != held.len() {
+                return Err(format!(
+                    "after {before}: {whose} in_flight() says {counted}; {} are held (clones \
+                     share one set of permits)",
+                    held.len()
+                ));
+            }
         }
     }
     Ok(())
@@ -347,23 +372,62 @@ pub fn until(logs: &[&[Event]]) -> u64 {
 
 /// The simulation's table and both controllers drawn, for the file `v`.
 pub fn adaptive_table(v: InflightVariant) -> Result<String, String> {
-    let (aimd, _) = simulate(v, Adaptive::Aimd)?;
-    let (gradient, _) = simulate(v, Adaptive::Gradient)?;
+    let aimd = (v.aimd)(AIMD).map_err(|e| e.to_string())?;
+    let gradient = (v.gradient)(GRADIENT).map_err(|e| e.to_string())?;
+    table_of(
+        &|n| (v.permits)(n, 0).map_err(|e| e.to_string()),
+        aimd,
+        gradient,
+    )
+}
+
+/// Whether each controller of the file `v` keeps the contract's bands, in
+/// words.
+pub fn bands(v: InflightVariant) -> String {
+    [Adaptive::Aimd, Adaptive::Gradient]
+        .into_iter()
+        .map(|which| match simulate(v, which) {
+            Ok((steps, bands)) => match adapt::outside(&steps, bands) {
+                None => format!("{which:?} keeps the contract's bands.\n"),
+                Some(e) => format!("{which:?} leaves its band: {e}.\n"),
+            },
+            Err(e) => format!("{which:?} could not run: {e}\n"),
+        })
+        .collect()
+}
+
+/// The same, as the contract's models measure it.
+pub fn model_table() -> Result<String, String> {
+    table_of(
+        &|n| Ok(Box::new(model::PermitsModel::new(n)) as _),
+        Box::new(model::AimdModel::new(AIMD)),
+        Box::new(model::GradientModel::new(GRADIENT)),
+    )
+}
+
+type PermitsOf<'a> = &'a dyn Fn(usize) -> Result<Box<dyn super::drive::Permits>, String>;
+
+fn table_of(
+    permits: PermitsOf<'_>,
+    mut aimd: Box<dyn Controller>,
+    mut gradient: Box<dyn Controller>,
+) -> Result<String, String> {
     let mut rows = vec![];
     for n in [5, 20, 50, 200] {
-        let permits = (v.permits)(n, 0).map_err(|e| e.to_string())?;
         rows.push((
             format!("fixed at {n}"),
-            adapt::run(SERVER, &*permits, &mut adapt::Fixed(n))?,
+            adapt::run(SERVER, &*permits(n)?, &mut adapt::Fixed(n))?,
         ));
     }
-    rows.push(("AIMD".into(), aimd.clone()));
-    rows.push(("gradient".into(), gradient.clone()));
+    let aimd_steps = adapt::run(SERVER, &*permits(aimd.limit())?, &mut *aimd)?;
+    let gradient_steps = adapt::run(SERVER, &*permits(gradient.limit())?, &mut *gradient)?;
+    rows.push(("AIMD".into(), aimd_steps.clone()));
+    rows.push(("gradient".into(), gradient_steps.clone()));
     Ok(format!(
         "{}\nAIMD:\n{}\ngradient:\n{}",
         adapt::table(&rows),
-        adapt::draw(&aimd),
-        adapt::draw(&gradient)
+        adapt::draw(&aimd_steps),
+        adapt::draw(&gradient_steps)
     ))
 }
 
@@ -376,7 +440,9 @@ pub fn most_inside(events: &[Event]) -> usize {
             Event::Enter { request, .. } => {
                 inside.insert(*request);
             }
-            Event::End { request, .. } | Event::Drop { request, .. } => {
+            Event::End { request, .. }
+            | Event::Failed { request, .. }
+            | Event::Drop { request, .. } => {
                 inside.remove(request);
             }
             _ => {}

@@ -252,6 +252,30 @@ fn search(
     }
 }
 
+/// A loom thread running `work` whose panic does not unwind out of it (the
+/// process would abort): [`both`] raises it again once it has joined.
+fn spawn<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> loom::thread::JoinHandle<std::thread::Result<T>> {
+    loom::thread::spawn(move || panic::catch_unwind(AssertUnwindSafe(work)))
+}
+
+/// `one` on a loom thread and `two` on this one, at once; a panic in
+/// either is raised again once both have ended (one raised while the other
+/// thread still runs would abort the process).
+pub fn both<A: Send + 'static, B>(
+    one: impl FnOnce() -> A + Send + 'static,
+    two: impl FnOnce() -> B,
+) -> (A, B) {
+    let h = spawn(one);
+    let second = panic::catch_unwind(AssertUnwindSafe(two));
+    let first = h.join().unwrap_or_else(Err);
+    match (first, second) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(p), _) | (_, Err(p)) => panic::resume_unwind(p),
+    }
+}
+
 /// Explores a scenario with loom (preemption bound 2 unless
 /// `LOOM_MAX_PREEMPTIONS` says otherwise) and returns a readable account of
 /// the first execution that went wrong.
