@@ -106,6 +106,20 @@ impl<V: Copy + Compiled> Subjects<V> {
     pub fn whose(&self) -> String {
         format!("{} ({})", self.subject, self.tested().file())
     }
+
+    /// Whom a failure is about: `your <yours>` (`your client`) for the
+    /// learner's file, else the subject as every lesson names it.
+    pub fn who(&self, yours: &str) -> String {
+        match self.subject {
+            Subject::Learner => format!("your {yours}"),
+            other => other.to_string(),
+        }
+    }
+
+    /// The same, with the file: `your client (lessons/lesson_11.rs)`.
+    pub fn whose_as(&self, yours: &str) -> String {
+        format!("{} ({})", self.who(yours), self.tested().file())
+    }
 }
 
 impl Facts {
@@ -116,6 +130,26 @@ impl Facts {
             "lesson {:02} ({}): {what} fails for {whose}.\n{message}",
             self.number, self.title
         )
+    }
+
+    /// Fails the check with [`Facts::failure`]'s text.
+    pub fn fail(&self, what: &str, whose: &str, message: &str) -> ! {
+        panic!("{}", self.failure(what, whose, message))
+    }
+
+    /// Runs `work` watched: its error, its panic or its hang is a failure
+    /// of `what` for `whose`, with its place.
+    pub fn watched<R: Send + 'static>(
+        &self,
+        what: &str,
+        whose: &str,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> R {
+        use crate::watchdog::{time_limit, watched, Stop};
+        match watched(time_limit(), |_| String::new(), work) {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) | Err(Stop::Panicked(e) | Stop::Hung(e)) => self.fail(what, whose, &e),
+        }
     }
 }
 

@@ -133,6 +133,12 @@ pub fn run_limit() -> Duration {
     Duration::from_secs(secs)
 }
 
+/// What the learner's builds leave out: the gallery's mistakes, which only
+/// the self-check runs. A test binary without them is compiled again in a
+/// second after an edit, not in several (the self-check's builds, which
+/// keep them, are its own: switching between the two rebuilds once).
+pub const MISTAKES: (&str, &str) = ("KATA_MISTAKES", "off");
+
 /// Runs `cargo test --test <lesson>` in `root` with `KATA_SUBJECT=<subject>`.
 /// Snapshots are never written (`INSTA_UPDATE=no`) and backtraces are off, so a
 /// wrong subject leaves nothing behind. A run past [`run_limit`] is killed.
@@ -160,6 +166,7 @@ pub fn run_with(
         .args(test_args)
         .env("KATA_RESULTS", &file)
         .env("KATA_SUBJECT", subject)
+        .env(MISTAKES.0, MISTAKES.1)
         .env("INSTA_UPDATE", "no")
         .env("RUST_BACKTRACE", "0")
         .envs(env.iter().copied())
@@ -253,6 +260,7 @@ pub fn build_lesson(root: &Path, lesson: &str) -> Result<PathBuf, String> {
             "--test",
             lesson,
         ])
+        .env(MISTAKES.0, MISTAKES.1)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -17,7 +17,7 @@ use super::{BudgetPolicy, ClientError, ClientPolicy, ManualClock, PolicyError, T
 use crate::kind::{Facts, Kind, Subjects};
 use crate::subject::Subject;
 use crate::trial::Named;
-use crate::watchdog::{time_limit, watched, Stop};
+use crate::watchdog::{time_limit, watched};
 
 /// Lesson 11: what the catalog says of it, and its subjects.
 pub struct ClientLesson {
@@ -132,23 +132,15 @@ impl ClientLesson {
     }
 
     fn whose(&self) -> String {
-        match self.subject() {
-            Subject::Learner => format!("your client ({})", self.tested().file),
-            other => format!("{other} ({})", self.tested().file),
-        }
+        self.subjects.whose_as("client")
     }
 
-    /// Whose panic or hang a property's failure is: `your client`, or the
-    /// subject as every lesson names it.
     fn who(&self) -> String {
-        match self.subject() {
-            Subject::Learner => "your client".into(),
-            other => other.to_string(),
-        }
+        self.subjects.who("client")
     }
 
     fn fail(&self, what: &str, message: &str) -> ! {
-        panic!("{}", self.facts.failure(what, &self.whose(), message))
+        self.facts.fail(what, &self.whose(), message)
     }
 
     /// Runs `work` watched: a panic or a hang is a failure with its place.
@@ -157,11 +149,7 @@ impl ClientLesson {
         what: &str,
         work: impl FnOnce() -> Result<R, String> + Send + 'static,
     ) -> R {
-        match watched(time_limit(), |_| String::new(), work) {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => self.fail(what, &e),
-            Err(Stop::Panicked(e) | Stop::Hung(e)) => self.fail(what, &e),
-        }
+        self.facts.watched(what, &self.whose(), work)
     }
 
     /// Fails, naming the line, if the client reads time or randomness from

@@ -13,7 +13,7 @@ use super::verdict::{
 use super::{Admit, AimdPolicy, DelayPolicy, GradientPolicy, PolicyError, ShedPolicy, Timestamp};
 use crate::kind::{Facts, Kind, Subjects};
 use crate::subject::Subject;
-use crate::watchdog::{time_limit, watched, Stop};
+use crate::watchdog::{time_limit, watched};
 
 /// Lesson 12: what the catalog says of it, and its subjects.
 pub struct InflightLesson {
@@ -94,21 +94,15 @@ impl InflightLesson {
     }
 
     fn whose(&self) -> String {
-        match self.subject() {
-            Subject::Learner => format!("your limits ({})", self.tested().file),
-            other => format!("{other} ({})", self.tested().file),
-        }
+        self.subjects.whose_as("limits")
     }
 
     fn who(&self) -> String {
-        match self.subject() {
-            Subject::Learner => "your limits".into(),
-            other => other.to_string(),
-        }
+        self.subjects.who("limits")
     }
 
     fn fail(&self, what: &str, message: &str) -> ! {
-        panic!("{}", self.facts.failure(what, &self.whose(), message))
+        self.facts.fail(what, &self.whose(), message)
     }
 
     /// Runs `work` watched: a panic or a hang is a failure with its place.
@@ -117,11 +111,7 @@ impl InflightLesson {
         what: &str,
         work: impl FnOnce() -> Result<R, String> + Send + 'static,
     ) -> R {
-        match watched(time_limit(), |_| String::new(), work) {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => self.fail(what, &e),
-            Err(Stop::Panicked(e) | Stop::Hung(e)) => self.fail(what, &e),
-        }
+        self.facts.watched(what, &self.whose(), work)
     }
 
     /// Fails, naming the line, if the file reads the real clock, sleeps on

@@ -118,13 +118,15 @@ impl AimdModel {
             )
         } else if 2 * s.in_flight >= self.limit {
             format!(
-                "good, and 2 × {} ≥ {}: one more, at most {}",
-                s.in_flight, self.limit, p.max
+                "good ({:?} is not above the timeout of {:?}), and 2 × {} ≥ {}: one more, at \
+                 most {}",
+                s.latency, p.timeout, s.in_flight, self.limit, p.max
             )
         } else {
             format!(
-                "good, but 2 × {} < {}: the limit is not in use, so it stays",
-                s.in_flight, self.limit
+                "good ({:?} is not above the timeout of {:?}), but 2 × {} < {}: the limit is \
+                 not in use, so it stays",
+                s.latency, p.timeout, s.in_flight, self.limit
             )
         }
     }

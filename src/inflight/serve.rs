@@ -48,6 +48,8 @@ struct State {
     open_at_call: Vec<usize>,
     /// The layer's `poll_ready` answered `Pending`.
     waited: bool,
+    /// The layer panicked inside the server, where and why.
+    panicked: Option<String>,
     gates: HashMap<usize, oneshot::Sender<()>>,
 }
 
@@ -173,7 +175,9 @@ impl tower::Service<Request<Body>> for Watcher {
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        let polled = self.inner.poll_ready(cx);
+        let Some(polled) = self.caught(|me| me.inner.poll_ready(cx)) else {
+            return Poll::Ready(Ok(()));
+        };
         if polled.is_pending() {
             self.shared.with(|s| s.waited = true);
         }
@@ -186,14 +190,44 @@ impl tower::Service<Request<Body>> for Watcher {
             let open = s.open;
             s.open_at_call.push(open)
         });
-        let answer = self.inner.call(req);
-        Box::pin(async move {
-            Ok(answer.await.unwrap_or_else(|_| {
-                let mut r = Response::new(Body::empty());
-                *r.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
-                r
-            }))
-        })
+        let failed = || {
+            let mut r = Response::new(Body::empty());
+            *r.status_mut() = axum::http::StatusCode::BAD_GATEWAY;
+            r
+        };
+        let Some(mut answer) = self.caught(|me| me.inner.call(req)) else {
+            return Box::pin(async move { Ok(failed()) });
+        };
+        let mut me = self.clone();
+        Box::pin(std::future::poll_fn(move |cx| {
+            match me.caught(|_| answer.as_mut().poll(cx)) {
+                Some(Poll::Ready(Ok(r))) => Poll::Ready(Ok(r)),
+                Some(Poll::Pending) => Poll::Pending,
+                Some(Poll::Ready(Err(_))) | None => Poll::Ready(Ok(failed())),
+            }
+        }))
+    }
+}
+
+impl Watcher {
+    /// `f`, whose panic (the learner's code panicking inside the server)
+    /// is kept with its place for the check to report, not lost in a
+    /// connection's task.
+    fn caught<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> Option<R> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self))) {
+            Ok(r) => Some(r),
+            Err(payload) => {
+                let text = crate::watchdog::take_panic().unwrap_or_else(|| {
+                    payload
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_else(|| "a panic".into())
+                });
+                self.shared.with(|s| s.panicked.get_or_insert(text).clone());
+                None
+            }
+        }
     }
 }
 
@@ -294,7 +328,10 @@ async fn scenario(which: Check, v: InflightVariant) -> Result<(), String> {
     let ids: Vec<usize> = shared.with(|s| s.gates.keys().copied().collect());
     ids.into_iter().for_each(|id| shared.open_gate(id));
     server.abort();
-    outcome
+    match shared.with(|s| s.panicked.take()) {
+        Some(p) => Err(format!("your layer {p}, inside the server")),
+        None => outcome,
+    }
 }
 
 async fn queue(shared: &Arc<Shared>, caller: &Arc<Caller>) -> Result<(), String> {

@@ -121,26 +121,10 @@ const GRADIENT: GradientPolicy = super::adapt::GRADIENT;
 fn policy_cases() -> Vec<Named<Case>> {
     use Policy as P;
     use PolicyError::*;
-    let shed = |f: fn(&mut ShedPolicy)| {
-        let mut p = SHED;
-        f(&mut p);
-        P::Shed(p)
-    };
-    let delay = |f: fn(&mut DelayPolicy)| {
-        let mut p = DELAY;
-        f(&mut p);
-        P::Delay(p)
-    };
-    let aimd = |f: fn(&mut AimdPolicy)| {
-        let mut p = AIMD;
-        f(&mut p);
-        P::Aimd(p)
-    };
-    let gradient = |f: fn(&mut GradientPolicy)| {
-        let mut p = GRADIENT;
-        f(&mut p);
-        P::Gradient(p)
-    };
+    let shed = |f: fn(&mut ShedPolicy)| P::Shed(changed(SHED, f));
+    let delay = |f: fn(&mut DelayPolicy)| P::Delay(changed(DELAY, f));
+    let aimd = |f: fn(&mut AimdPolicy)| P::Aimd(changed(AIMD, f));
+    let gradient = |f: fn(&mut GradientPolicy)| P::Gradient(changed(GRADIENT, f));
     vec![
         ("permits_of_zero", (P::Permits(0, 0), Err(ZeroLimit))),
         ("permits_one", (P::Permits(1, 0), Ok(()))),
@@ -317,4 +301,11 @@ fn policy_cases() -> Vec<Named<Case>> {
             (gradient(|p| p.tolerance_percent = 100), Ok(())),
         ),
     ]
+}
+
+/// `base`, changed by `f`.
+fn changed<P: Copy>(base: P, f: fn(&mut P)) -> P {
+    let mut p = base;
+    f(&mut p);
+    p
 }
