@@ -344,7 +344,7 @@ impl Run<'_> {
                 }
             }
             Under::Shed(p) => {
-                // A key that is not visible ASCII (or tabs) is no key.
+                // A key with bytes past ASCII (what `to_str` refuses) is no key.
                 let key = r
                     .key
                     .filter(|k| k.bytes().all(|b| b == b'\t' || (0x20..0x7f).contains(&b)))

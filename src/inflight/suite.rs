@@ -134,13 +134,10 @@ fn policy_cases() -> Vec<Named<Case>> {
         ),
         ("permits_all_but_one_reserved", (P::Permits(3, 2), Ok(()))),
         (
-            "permits_a_concurrency_limit_of_zero",
+            "concurrency_limit_of_zero",
             (P::Concurrency(0), Err(ZeroLimit)),
         ),
-        (
-            "permits_a_concurrency_limit_of_one",
-            (P::Concurrency(1), Ok(())),
-        ),
+        ("concurrency_limit_of_one", (P::Concurrency(1), Ok(()))),
         ("shed_of_zero", (shed(|p| p.limit = 0), Err(ZeroLimit))),
         (
             "shed_reserving_everything",
