@@ -59,6 +59,8 @@
 //!   meets 429s without making them worse, in front of lesson 07's layer;
 //!   [`inflight`], the `in-flight` kind of lesson 12, permits, a
 //!   concurrency limit, a load shedder, a delay queue and adaptive limits;
+//!   [`cost`], the `cost` kind of lesson 13, requests that cost more than
+//!   one and several limits at once, in process and on Redis;
 //! - [`kinds`]: what the runner asks of a lesson's kind, by the name of
 //!   its module, so that the runner names no kind (`KINDS` below: a new
 //!   kind is its `pub mod` line and a line there);
@@ -77,6 +79,7 @@
 pub mod async_redis;
 pub mod checks;
 pub mod client;
+pub mod cost;
 pub mod decision;
 pub mod drive;
 pub mod files;
@@ -116,7 +119,7 @@ pub mod watchdog;
 /// What the runner asks of the kinds (each a `pub mod` above), by the name
 /// of its module: what `cargo run -- compare` draws ([`kinds::comparison`]).
 type Comparison = fn(Option<&str>) -> Result<String, String>;
-const KINDS: [(&str, Comparison); 8] = [
+const KINDS: [(&str, Comparison); 9] = [
     ("limiter", limiter::comparison),
     ("shared_limiter", shared_limiter::comparison),
     ("http", http::comparison),
@@ -125,6 +128,7 @@ const KINDS: [(&str, Comparison); 8] = [
     ("async_redis", async_redis::comparison),
     ("client", client::comparison),
     ("inflight", inflight::comparison),
+    ("cost", cost::comparison),
 ];
 
 pub use checks::Lesson;

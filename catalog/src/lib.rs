@@ -75,6 +75,10 @@ pub enum Kind {
     /// the layers, the permits raced under loom, the controllers against a
     /// simulated server, and the layers in a real axum server on loopback.
     InFlight,
+    /// Buckets asked for a cost of n, several limits at once, and a peek:
+    /// scripts against a model, raced under loom, and on a real Redis and
+    /// a real Redis Cluster.
+    Cost,
 }
 
 /// What `cargo run -- serve` serves of a lesson ([`Kind::serves`]).
@@ -131,7 +135,7 @@ pub struct KindFacts {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 9] = [
         Kind::Limiter,
         Kind::SharedLimiter,
         Kind::HttpLayer,
@@ -140,6 +144,7 @@ impl Kind {
         Kind::AsyncRedisLimiter,
         Kind::HttpClient,
         Kind::InFlight,
+        Kind::Cost,
     ];
 
     /// Everything the kata's tools know of the kind, in one place.
@@ -241,6 +246,17 @@ impl Kind {
                 id: "in-flight",
                 module: "inflight",
                 needs_redis: false,
+                serves: None,
+                runs_beside_the_runner: false,
+                measured_as: None,
+                concurrent: true,
+                allocator: None,
+                meets: None,
+            },
+            Kind::Cost => KindFacts {
+                id: "cost",
+                module: "cost",
+                needs_redis: true,
                 serves: None,
                 runs_beside_the_runner: false,
                 measured_as: None,

@@ -1,0 +1,357 @@
+//! Lesson 13's checks, written once: each check as a method of
+//! [`CostLesson`].
+
+use std::time::Duration;
+
+use super::draw::draw;
+use super::drive::{Answer, CostVariant, Limiter};
+use super::gen::{self, Script, Shape};
+use super::race::Race;
+use super::verdict::{answers, follow};
+use super::{ConfigError, Limit, SetupError};
+use crate::kind::{Facts, Kind, Subjects};
+use crate::subject::Subject;
+use crate::watchdog::{time_limit, watched};
+
+/// Lesson 13: what the catalog says of it, and its subjects.
+pub struct CostLesson {
+    pub facts: Facts,
+    subjects: Subjects<CostVariant>,
+}
+
+impl Kind for CostLesson {
+    type Variant = CostVariant;
+
+    fn new(facts: Facts, subjects: Subjects<CostVariant>) -> CostLesson {
+        CostLesson { facts, subjects }
+    }
+}
+
+/// Which of the learner's types a check asks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Which {
+    TokenBucket,
+    Gcra,
+    Limits,
+    RedisLimits,
+}
+
+impl Which {
+    pub fn name(self) -> &'static str {
+        match self {
+            Which::TokenBucket => "TokenBucket",
+            Which::Gcra => "Gcra",
+            Which::Limits => "Limits",
+            Which::RedisLimits => "RedisLimits",
+        }
+    }
+
+    fn shape(self) -> Shape {
+        match self {
+            Which::TokenBucket | Which::Gcra => Shape::Single,
+            Which::Limits => Shape::Several,
+            Which::RedisLimits => Shape::Redis,
+        }
+    }
+
+    /// The type built for `limits` (a single bucket takes the one limit);
+    /// a refusal is an error sentence.
+    pub fn build(self, v: CostVariant, limits: &[Limit]) -> Result<Box<dyn Limiter>, String> {
+        let single = |b: fn(u64, Duration) -> super::drive::Built<ConfigError>| {
+            let l = limits[0];
+            b(l.capacity, l.refill_every).map_err(|e| {
+                format!(
+                    "{}::new({}, {:?}) returned Err({e:?}): {e}",
+                    self.name(),
+                    l.capacity,
+                    l.refill_every
+                )
+            })
+        };
+        match self {
+            Which::TokenBucket => single(v.bucket),
+            Which::Gcra => single(v.gcra),
+            Which::Limits => {
+                (v.limits)(limits).map_err(|e| format!("Limits::new returned Err({e:?}): {e}"))
+            }
+            Which::RedisLimits => (v.redis)(limits, super::redis::on_server())
+                .map_err(|e| format!("RedisLimits::new returned Err({e:?}): {e}")),
+        }
+    }
+}
+
+/// A check on Redis or on the cluster.
+#[derive(Clone, Copy, Debug)]
+pub enum OnRedis {
+    OneScript,
+    Expires,
+    Race(Race),
+    OneTag,
+    CrossSlot,
+}
+
+impl CostLesson {
+    pub fn subject(&self) -> Subject {
+        self.subjects.subject
+    }
+
+    pub fn tested(&self) -> CostVariant {
+        self.subjects.tested()
+    }
+
+    pub fn reference(&self) -> CostVariant {
+        self.subjects.reference()
+    }
+
+    fn whose(&self) -> String {
+        self.subjects.whose_as("limiter")
+    }
+
+    fn who(&self) -> String {
+        self.subjects.who("limiter")
+    }
+
+    fn fail(&self, what: &str, message: &str) -> ! {
+        self.facts.fail(what, &self.whose(), message)
+    }
+
+    fn watched<R: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> R {
+        self.facts.watched(what, &self.whose(), work)
+    }
+
+    /// Fails, naming the line, if the file reads the real clock or sleeps.
+    pub fn uses_only_its_inputs(&self) {
+        let v = self.tested();
+        if let Err(e) =
+            crate::source::check_inputs_of(v.file, v.source, crate::source::Inputs::Calls)
+        {
+            panic!("{e}");
+        }
+    }
+
+    /// Fails, naming the line, if the file takes locks or atomics from
+    /// anywhere but `super::sync`.
+    pub fn uses_only_the_sync_facade(&self) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_sync_imports(v.file, v.source) {
+            panic!("{e}");
+        }
+    }
+
+    /// `TokenBucket::new` or `Gcra::new` refuses, or not, as lesson 05's.
+    pub fn bucket_config(&self, which: Which, capacity: u64, period: Duration) {
+        let want = crate::models::Algorithm::TokenBucket
+            .validate(capacity, period)
+            .map(|_| ());
+        let v = self.tested();
+        let got = self.watched(which.name(), move || {
+            let b = match which {
+                Which::TokenBucket => v.bucket,
+                _ => v.gcra,
+            };
+            Ok(b(capacity, period).map(|_| ()))
+        });
+        if got != want {
+            self.fail(
+                &format!("{}::new({capacity}, {period:?})", which.name()),
+                &format!("it answers {got:?}; the contract (lesson 05's) answers {want:?}"),
+            );
+        }
+    }
+
+    /// `Limits::new` refuses, or not, as the contract says.
+    pub fn limits_config(&self, limits: Vec<Limit>, want: Result<(), SetupError>) {
+        assert_eq!(
+            super::model::refuses(&limits).map_or(Ok(()), Err),
+            want,
+            "the case disagrees with the contract"
+        );
+        let v = self.tested();
+        let shown = format!("{limits:?}");
+        let got = self.watched("Limits::new", move || Ok((v.limits)(&limits).map(|_| ())));
+        if got != want {
+            self.fail(
+                &format!("Limits::new(&{shown})"),
+                &format!("it answers {got:?}; the contract answers {want:?}"),
+            );
+        }
+    }
+
+    /// A single bucket answers requests of the costs at the instants (ns)
+    /// given as `expected` says, and as the model does: the token bucket
+    /// and the GCRA both.
+    pub fn costs(&self, limit: Limit, requests: &[(u64, u64)], expected: &[Answer]) {
+        let script = Script {
+            limits: vec![limit],
+            requests: requests
+                .iter()
+                .map(|&(cost, at)| gen::Req {
+                    keys: vec!["k".into()],
+                    cost,
+                    at,
+                    peek: false,
+                })
+                .collect(),
+        };
+        let mut m = script.model();
+        let contract: Vec<Answer> = script
+            .requests
+            .iter()
+            .map(|r| m.answer(&r.keys(), r.cost, r.at, false))
+            .collect();
+        assert_eq!(
+            contract, expected,
+            "the example disagrees with the contract"
+        );
+        let v = self.tested();
+        for which in [Which::TokenBucket, Which::Gcra] {
+            let s = script.clone();
+            self.watched(which.name(), move || {
+                let l = which.build(v, &s.limits)?;
+                follow(&*l, &s).map_err(|e| format!("{}: {e}", which.name()))
+            });
+        }
+    }
+
+    /// Runs one property of `cases` cases; its failure shows the smallest
+    /// case found.
+    fn property(
+        &self,
+        what: &str,
+        cases: u32,
+        strategy: &impl proptest::strategy::Strategy<Value = Script>,
+        check: impl Fn(&Script) -> Result<(), String> + Clone + Send + 'static,
+    ) {
+        if let Err(f) = crate::run::run_cases(
+            self.who(),
+            cases,
+            1_000,
+            strategy,
+            |s, i| {
+                s.requests
+                    .get(i)
+                    .map_or(String::new(), |r| r.describe(s.limits.len() == 1))
+            },
+            check,
+        ) {
+            self.fail(
+                what,
+                &format!(
+                    "{}\n\nThe smallest script found: {}",
+                    f.reason,
+                    f.value.describe()
+                ),
+            );
+        }
+    }
+
+    /// Random limits, keys, costs, instants and peeks: every answer is the
+    /// model's.
+    pub fn agrees_with_model(&self, which: Which, cases: u32) {
+        let v = self.tested();
+        self.property(which.name(), cases, &gen::script(which.shape()), move |s| {
+            let l = which.build(v, &s.limits)?;
+            follow(&*l, s).map(|_| ())
+        });
+    }
+
+    /// A race under loom.
+    pub fn race(&self, race: Race) {
+        let v = self.tested();
+        let what = if race.single() { "Gcra" } else { "Limits" };
+        if let Err(e) = crate::scenarios::explore_with(format!("{race:?}"), move || race.breaks(v))
+        {
+            self.fail(&format!("{what} under loom"), &e);
+        }
+    }
+
+    /// The checks on a real Redis and a real Redis Cluster.
+    pub fn on_redis(&self, check: OnRedis) {
+        use super::redis;
+        let v = self.tested();
+        self.watched("RedisLimits", move || match check {
+            OnRedis::OneScript => redis::one_script(v),
+            OnRedis::Expires => redis::expires(v),
+            OnRedis::Race(r) => redis::race(v, r),
+            OnRedis::OneTag => redis::one_tag(v),
+            OnRedis::CrossSlot => redis::cross_slot(v),
+        });
+    }
+
+    /// A named script, drawn with the subject's answers: the same as the
+    /// reference's and the model's (for a single bucket, the token bucket's
+    /// and the GCRA's both).
+    pub fn named_snapshot(&self, name: &str) {
+        let named = gen::named(name);
+        let script = named.script();
+        let kinds: &[Which] = if named.single() {
+            &[Which::TokenBucket, Which::Gcra]
+        } else {
+            &[Which::Limits]
+        };
+        let mut m = script.model();
+        let contract: Vec<Answer> = script
+            .requests
+            .iter()
+            .map(|r| m.answer(&r.keys(), r.cost, r.at, r.peek))
+            .collect();
+        let model = draw(&script, &contract);
+        for &which in kinds {
+            let run = |v: CostVariant| {
+                let s = script.clone();
+                move || -> Result<String, String> {
+                    let l = which.build(v, &s.limits)?;
+                    Ok(draw(&s, &answers(&*l, &s)))
+                }
+            };
+            let reference = self.watched("the reference", run(self.reference()));
+            let tested = self.watched(which.name(), run(self.tested()));
+            crate::snapshot::assert_snapshot(
+                (self.facts.root, self.facts.number, name),
+                &format!("{}: {}", named.what, script.describe()),
+                [&tested, &reference, &model],
+                &format!("{} ({})", self.whose(), which.name()),
+            );
+        }
+    }
+
+    /// `cargo run -- compare 13 [NAME]`: the named script drawn with the
+    /// learner's answers and with the reference's.
+    pub fn print_comparison(&self, which: &str) {
+        let name = super::comparison(Some(which).filter(|w| !w.trim().is_empty()))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let named = gen::named(&name);
+        let script = named.script();
+        let kinds: &[Which] = if named.single() {
+            &[Which::TokenBucket, Which::Gcra]
+        } else {
+            &[Which::Limits]
+        };
+        let mut out = format!("script {name}: {}\n", named.what);
+        for &kind in kinds {
+            for (who, v) in [
+                (self.whose(), self.tested()),
+                ("the reference".to_string(), self.reference()),
+            ] {
+                let s = script.clone();
+                let drawn = match watched(
+                    time_limit(),
+                    |_| String::new(),
+                    move || {
+                        kind.build(v, &s.limits)
+                            .map(|l| draw(&s, &answers(&*l, &s)))
+                    },
+                ) {
+                    Ok(Ok(d)) | Ok(Err(d)) => d,
+                    Err(stop) => stop.text().to_string(),
+                };
+                out.push_str(&format!("\n{who}, {}:\n{drawn}", kind.name()));
+            }
+        }
+        crate::trial::println(format_args!("{out}"));
+    }
+}

@@ -1,0 +1,412 @@
+//! Lesson 13's checks on a real `redis-server` and a real Redis Cluster:
+//! answers against the model, one script per request with every key in
+//! KEYS, keys that expire, the races of [`super::race`] between two app
+//! servers whose commands reach Redis in every order, and on the cluster
+//! keys that share a slot through a hash tag, or a clear error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::draw::answer;
+use super::drive::{Answer, CostVariant, Limiter};
+use super::gen::{Req, Script};
+use super::race::Race;
+use super::{CostError, Limit, RedisSettings, Target, Timestamp};
+use crate::infra::cluster::RedisCluster;
+use crate::infra::proxy::Proxy;
+use crate::infra::server::{next_id, RedisServer};
+use crate::watchdog::time_limit;
+
+/// How long the checks' keys outlive their buckets' refill (the checks'
+/// time is not Redis's).
+pub const GRACE: Duration = Duration::from_secs(60);
+
+/// Settings for `target` under a prefix no other check uses.
+pub fn settings(target: Target) -> RedisSettings {
+    RedisSettings {
+        target,
+        prefix: format!("l13:{}:{}:", std::process::id(), next_id()),
+        grace: GRACE,
+        timeout: Duration::from_secs(2),
+    }
+}
+
+/// The shared server's settings.
+pub fn on_server() -> RedisSettings {
+    settings(Target::Single(RedisServer::shared().url()))
+}
+
+fn build(v: CostVariant, limits: &[Limit], s: RedisSettings) -> Result<Box<dyn Limiter>, String> {
+    (v.redis)(limits, s).map_err(|e| format!("RedisLimits::new returned Err({e:?}): {e}"))
+}
+
+/// The Redis keys of a request's keys.
+fn redis_keys(s: &RedisSettings, keys: &[&str]) -> Vec<String> {
+    keys.iter().enumerate().map(|(i, k)| s.key(i, k)).collect()
+}
+
+/// A script on the shared server: every answer the model's.
+pub fn agrees(v: CostVariant, script: &Script) -> Result<(), String> {
+    let l = build(v, &script.limits, on_server())?;
+    super::verdict::follow(&*l, script).map(|_| ())
+}
+
+/// The requests of the one-script check: a check, a peek, a denial, each
+/// error, and three limits.
+fn a_few() -> Script {
+    let at = |ms: u64| ms * 1_000_000;
+    let r = |keys: &[&str], cost, ms, peek| Req {
+        keys: keys.iter().map(|k| k.to_string()).collect(),
+        cost,
+        at: at(ms),
+        peek,
+    };
+    let k = ["alice", "acme", "all"];
+    Script {
+        limits: vec![
+            Limit::new("user", 3, Duration::from_millis(100)),
+            Limit::new("org", 5, Duration::from_millis(50)),
+            Limit::new("global", 9, Duration::from_millis(10)),
+        ],
+        requests: vec![
+            r(&k, 2, 0, false),
+            r(&k, 2, 0, true),
+            r(&k, 2, 0, false),
+            r(&k, 1, 20, false),
+            r(&k, 0, 20, false),
+            r(&k[..2], 1, 20, false),
+            r(&k, 4, 20, false),
+            r(&k, 3, 500, true),
+            r(&k, 3, 500, false),
+        ],
+    }
+}
+
+/// Each request is one script (EVALSHA or EVAL) whose KEYS are its Redis
+/// keys, and no other command touches data; a request refused with an
+/// error sends nothing.
+pub fn one_script(v: CostVariant) -> Result<(), String> {
+    let server = RedisServer::shared();
+    let proxy = Proxy::start(server.addr(), 1);
+    let s = settings(Target::Single(proxy.url(0)));
+    let script = a_few();
+    let l = build(v, &script.limits, s.clone())?;
+    // Once first, so that the script is loaded.
+    let warm = ["warm", "warm", "warm"];
+    l.peek(&warm, 1, Timestamp::ZERO)
+        .map_err(|e| format!("peek({warm:?}, 1) at 0ns returned Err({e:?})"))?;
+    let mut model = script.model();
+    for r in &script.requests {
+        proxy.clear_log();
+        let got = if r.peek {
+            l.peek(&r.keys(), r.cost, r.now())
+        } else {
+            l.check(&r.keys(), r.cost, r.now())
+        };
+        let want = model.answer(&r.keys(), r.cost, r.at, r.peek);
+        let what = r.describe(false);
+        if got != want {
+            return Err(format!(
+                "{what} answered {}; the contract: {}",
+                answer(&got),
+                answer(&want)
+            ));
+        }
+        let sent: Vec<_> = proxy
+            .log()
+            .into_iter()
+            .map(|(_, c)| c)
+            .filter(|c| !c.free())
+            .collect();
+        let said = || {
+            sent.iter()
+                .map(|c| format!("  {}", c.text()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        if want.is_err() {
+            if !sent.is_empty() {
+                return Err(format!(
+                    "{what} is refused before any limit is asked ({}), yet it sent Redis:\n{}",
+                    answer(&want),
+                    said()
+                ));
+            }
+            continue;
+        }
+        let mut expected = redis_keys(&s, &r.keys());
+        expected.sort();
+        let one = match sent.as_slice() {
+            [one] => one,
+            _ => {
+                return Err(format!(
+                    "{what} sent Redis {} commands that touch data, where one script must decide \
+                     it (another app server's commands may come between two of them):\n{}",
+                    sent.len(),
+                    said()
+                ))
+            }
+        };
+        match one.script_keys() {
+            Some(mut keys) => {
+                keys.sort();
+                if keys != expected {
+                    return Err(format!(
+                        "{what} ran `{}`, whose KEYS are {keys:?}; they must be every bucket it \
+                         reads or writes, {expected:?} (a key passed in ARGV is one a cluster \
+                         cannot route, and Redis cannot check)",
+                        one.text()
+                    ));
+                }
+            }
+            None => {
+                return Err(format!(
+                    "{what} sent `{}`, where one script (EVALSHA) must decide it",
+                    one.text()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// After a few requests, each key the limiter wrote lives on in Redis no
+/// longer than until its bucket is full again, plus the grace.
+pub fn expires(v: CostVariant) -> Result<(), String> {
+    let s = on_server();
+    let script = a_few();
+    let l = build(v, &script.limits, s.clone())?;
+    for r in &script.requests {
+        let _ = l.check(&r.keys(), r.cost, r.now());
+    }
+    let mut admin = RedisServer::shared().admin();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*", s.prefix))
+        .query(&mut admin)
+        .map_err(|e| format!("KEYS: {e}"))?;
+    if keys.is_empty() {
+        return Err(format!(
+            "after {} requests, no key starts with the prefix {:?}: the buckets are kept \
+             elsewhere (limit i's bucket of key k is {{prefix}}{{i}}:{{k}})",
+            script.requests.len(),
+            s.prefix
+        ));
+    }
+    // The longest a bucket of these limits takes to fill, and the grace.
+    let most = script
+        .limits
+        .iter()
+        .map(|l| l.refill_every * l.capacity as u32)
+        .max()
+        .unwrap_or_default()
+        + GRACE
+        + Duration::from_secs(1);
+    for key in keys {
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query(&mut admin)
+            .map_err(|e| format!("PTTL: {e}"))?;
+        if ttl < 0 || ttl as u128 > most.as_millis() {
+            return Err(format!(
+                "the key {key:?} has a time to live of {}; it must expire once its bucket is \
+                 full again, plus the grace: within {} ms here (PEXPIRE it in the script)",
+                if ttl == -1 {
+                    "none (it would stay for ever)".to_string()
+                } else {
+                    format!("{ttl} ms")
+                },
+                most.as_millis()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A race of [`Race`] between two app servers, each an instance of the
+/// limiter with a connection of its own, whose commands reach Redis in
+/// every order.
+pub fn race(v: CostVariant, race: Race) -> Result<(), String> {
+    const MOST_ORDERS: usize = 100;
+    let server = RedisServer::shared();
+    let proxy = Proxy::start(server.addr(), 2);
+    let setup = race.setup();
+    let instances = |prefix: &str| -> Result<Vec<Arc<dyn Limiter>>, String> {
+        (0..2)
+            .map(|i| {
+                let mut s = settings(Target::Single(proxy.url(i)));
+                s.prefix = prefix.to_string();
+                build(v, &setup.limits, s).map(Arc::from)
+            })
+            .collect()
+    };
+    // Once, unscheduled, so that every order finds the script loaded.
+    for l in instances(&on_server().prefix)? {
+        let _ = l.peek(&race.keys(&setup.raced[0]), 1, Timestamp::ZERO);
+    }
+    proxy.close_all();
+    let mut replay: Vec<usize> = Vec::new();
+    for _ in 0..MOST_ORDERS {
+        let servers = instances(&on_server().prefix)?;
+        let before = setup
+            .before
+            .map(|r| servers[0].check(&race.keys(&r), r.cost, Timestamp::ZERO));
+        let mut trace: Vec<(usize, usize)> = Vec::new();
+        let mut choose = |ready: &[usize]| {
+            if ready.len() == 1 {
+                return 0;
+            }
+            let c = replay
+                .get(trace.len())
+                .copied()
+                .unwrap_or(0)
+                .min(ready.len() - 1);
+            trace.push((c, ready.len()));
+            c
+        };
+        let clients = setup
+            .raced
+            .iter()
+            .zip(&servers)
+            .map(|(r, l)| {
+                let (l, keys, cost) = (l.clone(), race.keys(r), r.cost);
+                Box::new(move || l.check(&keys, cost, Timestamp::ZERO))
+                    as Box<dyn FnOnce() -> Answer + Send>
+            })
+            .collect();
+        let (results, steps) = proxy
+            .run(clients, &mut choose, None, time_limit())
+            .map_err(|(e, _)| e)?;
+        let mut got = Vec::new();
+        for (i, r) in results.into_iter().enumerate() {
+            got.push(r.map_err(|e| format!("app server {}: {e}", i + 1))?);
+        }
+        let [a, b]: [Answer; 2] = got.try_into().map_err(|_| "two answers".to_string())?;
+        let order: Vec<String> = steps
+            .iter()
+            .map(|s| format!("  app server {}: {}", s.client + 1, s.command.text()))
+            .collect();
+        race.judge(&setup, before, [a, b], |r| {
+            servers[0].peek(&race.keys(r), r.cost, Timestamp::ZERO)
+        })
+        .map_err(|e| {
+            format!(
+                "{e}\n(each request on an app server of its own; their commands reached Redis \
+                 in this order:\n{})",
+                order.join("\n")
+            )
+        })?;
+        drop(servers);
+        proxy.close_all();
+        loop {
+            match trace.pop() {
+                None => return Ok(()),
+                Some((c, n)) if c + 1 < n => {
+                    replay = trace.iter().map(|(c, _)| *c).collect();
+                    replay.push(c + 1);
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Two limits on the cluster whose keys share a hash tag: the answers are
+/// the model's, and both buckets sit in one slot.
+pub fn one_tag(v: CostVariant) -> Result<(), String> {
+    let cluster = RedisCluster::shared();
+    let s = settings(Target::Cluster(cluster.urls()));
+    let limits = [
+        Limit::new("user", 2, Duration::from_millis(100)),
+        Limit::new("org", 3, Duration::from_millis(100)),
+    ];
+    let k = ["{acme}alice", "{acme}"];
+    let r = |cost, ms: u64, peek| Req {
+        keys: k.iter().map(|k| k.to_string()).collect(),
+        cost,
+        at: ms * 1_000_000,
+        peek,
+    };
+    let script = Script {
+        limits: limits.to_vec(),
+        requests: vec![
+            r(2, 0, false),
+            r(1, 0, true),
+            r(1, 0, false),
+            r(2, 150, false),
+            r(1, 150, false),
+        ],
+    };
+    let l = build(v, &limits, s)?;
+    super::verdict::follow(&*l, &script)
+        .map(|_| ())
+        .map_err(|e| format!("on a Redis Cluster, keys {k:?} (one hash tag): {e}"))
+}
+
+/// Keys that cannot share a slot are refused with `CrossSlot`, naming the
+/// first key and the first whose slot differs from it, and nothing is
+/// written.
+pub fn cross_slot(v: CostVariant) -> Result<(), String> {
+    let cluster = RedisCluster::shared();
+    let s = settings(Target::Cluster(cluster.urls()));
+    let limits = [
+        Limit::new("user", 2, Duration::from_millis(100)),
+        Limit::new("org", 3, Duration::from_millis(100)),
+        Limit::new("global", 9, Duration::from_millis(100)),
+    ];
+    let l = build(v, &limits, s.clone())?;
+    // The first two share a tag; the third's key is in another slot.
+    let user = "{acme}alice";
+    let org = "{acme}";
+    let global = ["all", "everyone", "global", "any", "world"]
+        .into_iter()
+        .find(|g| super::slot(&s.key(2, g)) != super::slot(&s.key(0, user)))
+        .expect("one of five keys is in another slot");
+    let keys = [user, org, global];
+    let want: Answer = Err(CostError::CrossSlot {
+        first: s.key(0, user),
+        other: s.key(2, global),
+    });
+    for peek in [true, false] {
+        let got = if peek {
+            l.peek(&keys, 1, Timestamp::ZERO)
+        } else {
+            l.check(&keys, 1, Timestamp::ZERO)
+        };
+        if got != want {
+            return Err(format!(
+                "on a Redis Cluster, {}({keys:?}, 1) at 0ns answered {}; the Redis keys {:?} \
+                 are in slots {:?}, so one script cannot run on them: the contract answers {} \
+                 (the first key, and the first whose slot differs from it), before Redis is \
+                 asked",
+                if peek { "peek" } else { "check" },
+                answer(&got),
+                redis_keys(&s, &keys),
+                redis_keys(&s, &keys)
+                    .iter()
+                    .map(|k| super::slot(k))
+                    .collect::<Vec<_>>(),
+                answer(&want)
+            ));
+        }
+    }
+    let client = redis::cluster::ClusterClient::new(cluster.urls())
+        .map_err(|e| format!("the checks' cluster client: {e}"))?;
+    let mut con = client
+        .get_connection()
+        .map_err(|e| format!("the checks' cluster connection: {e}"))?;
+    for key in redis_keys(&s, &keys) {
+        let n: i64 = redis::cmd("EXISTS")
+            .arg(&key)
+            .query(&mut con)
+            .map_err(|e| format!("EXISTS {key}: {e}"))?;
+        if n != 0 {
+            return Err(format!(
+                "a request refused with CrossSlot wrote {key:?}: a refused request charges \
+                 nothing"
+            ));
+        }
+    }
+    Ok(())
+}
