@@ -280,8 +280,8 @@ impl Limits {
 /// key's TAT (KEYS[i]), works out every limit's answer, and writes the new
 /// TATs only if every limit admits it (and only for a check). ARGV: now,
 /// the cost, 1 to charge, the grace in ms, then T and C·T of each limit.
-/// Numbers stay below 2^53, where Lua's are exact; they are written with
-/// %.0f, since tostring would cut them to 14 digits.
+/// Numbers stay below 2^53, where Lua's are exact; a TAT is written with
+/// %.0f, as the digits of a whole number.
 const SCRIPT: &str = r#"
 local now, n = tonumber(ARGV[1]), tonumber(ARGV[2])
 local charge, grace = ARGV[3] == '1', tonumber(ARGV[4])

@@ -12,7 +12,6 @@ macro_rules! __client_variant {
             $crate::__on_loom!($file);
             $crate::__client_variant!(@budget Std, on_std::imp::RetryBudget);
             $crate::__client_variant!(@budget Loom, on_loom::imp::RetryBudget);
-
             pub const VARIANT: $crate::client::drive::ClientVariant =
                 $crate::client::drive::ClientVariant {
                     file: $path,
@@ -29,16 +28,13 @@ macro_rules! __client_variant {
     };
     (@budget $name:ident, $ty:ty) => {
         struct $name($ty);
-
         impl $crate::client::drive::Budget for $name {
             fn deposit(&self, now: $crate::Timestamp) {
                 self.0.deposit(now)
             }
-
             fn withdraw(&self, now: $crate::Timestamp) -> bool {
                 self.0.withdraw(now)
             }
-
             fn give_back(&self, taken_at: $crate::Timestamp, now: $crate::Timestamp) {
                 self.0.give_back(taken_at, now)
             }

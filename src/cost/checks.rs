@@ -85,6 +85,7 @@ impl Which {
 pub enum OnRedis {
     OneScript,
     Expires,
+    PeekWritesNothing,
     Race(Race),
     OneTag,
     CrossSlot,
@@ -127,7 +128,7 @@ impl CostLesson {
     pub fn uses_only_its_inputs(&self) {
         let v = self.tested();
         if let Err(e) =
-            crate::source::check_inputs_of(v.file, v.source, crate::source::Inputs::Calls)
+            crate::source::check_inputs_of(v.file.0, v.file.1, crate::source::Inputs::Calls)
         {
             panic!("{e}");
         }
@@ -137,7 +138,7 @@ impl CostLesson {
     /// anywhere but `super::sync`.
     pub fn uses_only_the_sync_facade(&self) {
         let v = self.tested();
-        if let Err(e) = crate::source::check_sync_imports(v.file, v.source) {
+        if let Err(e) = crate::source::check_sync_imports(v.file.0, v.file.1) {
             panic!("{e}");
         }
     }
@@ -186,6 +187,7 @@ impl CostLesson {
     /// and the GCRA both.
     pub fn costs(&self, limit: Limit, requests: &[(u64, u64)], expected: &[Answer]) {
         let script = Script {
+            single: true,
             limits: vec![limit],
             requests: requests
                 .iter()
@@ -234,7 +236,7 @@ impl CostLesson {
             |s, i| {
                 s.requests
                     .get(i)
-                    .map_or(String::new(), |r| r.describe(s.limits.len() == 1))
+                    .map_or(String::new(), |r| r.describe(s.single))
             },
             check,
         ) {
@@ -276,6 +278,7 @@ impl CostLesson {
         self.watched("RedisLimits", move || match check {
             OnRedis::OneScript => redis::one_script(v),
             OnRedis::Expires => redis::expires(v),
+            OnRedis::PeekWritesNothing => redis::peek_writes_nothing(v),
             OnRedis::Race(r) => redis::race(v, r),
             OnRedis::OneTag => redis::one_tag(v),
             OnRedis::CrossSlot => redis::cross_slot(v),

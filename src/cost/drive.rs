@@ -22,8 +22,8 @@ pub type Built<E> = Result<Box<dyn Limiter>, E>;
 /// One compiled lesson 13 file, as `variant!` wraps it.
 #[derive(Clone, Copy)]
 pub struct CostVariant {
-    pub file: &'static str,
-    pub source: &'static str,
+    /// The file, relative to the kata's root, and its text.
+    pub file: (&'static str, &'static str),
     /// Its `TokenBucket::new(capacity, refill_every)`.
     pub bucket: fn(u64, Duration) -> Built<ConfigError>,
     /// Its `Gcra::new(capacity, refill_every)`, over std and over loom.
@@ -38,21 +38,37 @@ pub struct CostVariant {
 
 impl Compiled for CostVariant {
     fn file(&self) -> &'static str {
-        self.file
+        self.file.0
     }
 }
 
-/// A single bucket (`check_n(key, n, now)`), asked with its one key.
-pub fn single<T: Send + Sync + 'static>(
-    inner: T,
-    check_n: for<'a> fn(&T, &'a str, u64, Timestamp) -> Answer,
-    peek_n: for<'a> fn(&T, &'a str, u64, Timestamp) -> Answer,
-) -> Box<dyn Limiter> {
-    Box::new(One {
-        inner,
-        check_n,
-        peek_n,
-    })
+impl CostVariant {
+    /// A single bucket (`check_n(key, n, now)`) as built, asked with its one
+    /// key.
+    pub fn one<T: Send + Sync + 'static>(
+        built: Result<T, ConfigError>,
+        check_n: for<'a> fn(&T, &'a str, u64, Timestamp) -> Answer,
+        peek_n: for<'a> fn(&T, &'a str, u64, Timestamp) -> Answer,
+    ) -> Built<ConfigError> {
+        Ok(Box::new(One {
+            inner: built?,
+            check_n,
+            peek_n,
+        }))
+    }
+
+    /// Several limits (`check(keys, n, now)`) as built.
+    pub fn many<T: Send + Sync + 'static>(
+        built: Result<T, SetupError>,
+        check: for<'a, 'b> fn(&T, &'a [&'b str], u64, Timestamp) -> Answer,
+        peek: for<'a, 'b> fn(&T, &'a [&'b str], u64, Timestamp) -> Answer,
+    ) -> Built<SetupError> {
+        Ok(Box::new(Many {
+            inner: built?,
+            check,
+            peek,
+        }))
+    }
 }
 
 struct One<T> {
@@ -69,15 +85,6 @@ impl<T: Send + Sync> Limiter for One<T> {
     fn peek(&self, keys: &[&str], cost: u64, now: Timestamp) -> Answer {
         (self.peek_n)(&self.inner, keys[0], cost, now)
     }
-}
-
-/// Several limits (`check(keys, n, now)`).
-pub fn several<T: Send + Sync + 'static>(
-    inner: T,
-    check: for<'a, 'b> fn(&T, &'a [&'b str], u64, Timestamp) -> Answer,
-    peek: for<'a, 'b> fn(&T, &'a [&'b str], u64, Timestamp) -> Answer,
-) -> Box<dyn Limiter> {
-    Box::new(Many { inner, check, peek })
 }
 
 struct Many<T> {

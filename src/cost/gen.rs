@@ -60,6 +60,8 @@ pub enum Shape {
 /// Limits, and requests in the order they come.
 #[derive(Clone, PartialEq, Eq, Debug)]
 pub struct Script {
+    /// For a single bucket (`TokenBucket`, `Gcra`), asked with `check_n`.
+    pub single: bool,
     pub limits: Vec<Limit>,
     pub requests: Vec<Req>,
 }
@@ -67,7 +69,7 @@ pub struct Script {
 impl Script {
     /// `limits user: 2 tokens, one every 1_000ns; …, then check(…) at 0ns; …`.
     pub fn describe(&self) -> String {
-        let single = self.limits.len() == 1;
+        let single = self.single;
         let limits: Vec<String> = self.limits.iter().map(Limit::describe).collect();
         let requests: Vec<String> = self.requests.iter().map(|r| r.describe(single)).collect();
         format!(
@@ -88,7 +90,14 @@ impl Script {
 }
 
 const NAMES: [&str; 3] = ["user", "org", "global"];
-const KEYS: [&[&str]; 3] = [&["alice", "bob", "Alice"], &["acme", "initech"], &["all"]];
+/// Each limit's keys: one that differs from another only in case, and one
+/// spelled as another limit's key (`alice` as a user and as an org), which
+/// must still be a bucket of its own.
+const KEYS: [&[&str]; 3] = [
+    &["alice", "bob", "Alice"],
+    &["acme", "initech", "alice"],
+    &["all", "acme"],
+];
 
 /// The latest instant of a script of this shape whose buckets take
 /// `horizon` ns to fill: lesson 05's exact range (`now + C·T` fits in
@@ -250,7 +259,11 @@ pub fn script(shape: Shape) -> impl Strategy<Value = Script> {
                     }
                 })
                 .collect();
-            Script { limits, requests }
+            Script {
+                single: shape == Shape::Single,
+                limits,
+                requests,
+            }
         })
 }
 
@@ -267,6 +280,7 @@ pub struct Named {
 impl Named {
     pub fn script(&self) -> Script {
         Script {
+            single: self.single(),
             limits: self.limits.to_vec(),
             requests: self
                 .requests

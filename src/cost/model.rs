@@ -160,7 +160,11 @@ impl Model {
             .enumerate()
             .map(|(i, p)| {
                 let t = self.period(i);
-                let holds = tokens(p.level, t);
+                let holds = format!(
+                    "{} ({}ns of credit)",
+                    tokens(p.level, t),
+                    crate::time::group_digits(p.level)
+                );
                 let name = self.limits[i].name;
                 if p.short == 0 {
                     let left = tokens(p.level - u128::from(cost) * t, t);

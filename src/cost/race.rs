@@ -11,9 +11,12 @@ use super::{Decision, Limit, Timestamp};
 
 #[derive(Clone, Copy, Debug)]
 pub enum Race {
-    /// A GCRA of 3 tokens, two threads ask for 2 at one instant: exactly
-    /// one gets them, and 1 token is left.
+    /// A GCRA of 4 tokens, 1 spent; two threads ask for 2 at one instant:
+    /// exactly one gets them, and 1 token is left.
     TwoTakeTheLastTokens,
+    /// The same on a key never seen, of 3 tokens: both threads may find it
+    /// missing, and the second to insert it must not start it afresh.
+    TwoTakeANewKey,
     /// Limits global (4) and user (2); alice has spent 1. Alice asks for 2
     /// (her own limit denies it) while bob asks for 2: bob must be admitted
     /// whichever runs first, since a denial charges nothing.
@@ -58,12 +61,21 @@ const fn req(keys: [&'static str; 2], cost: u64) -> Request {
 impl Race {
     /// Whether it races a single bucket (`Gcra`).
     pub fn single(self) -> bool {
-        matches!(self, Race::TwoTakeTheLastTokens)
+        matches!(self, Race::TwoTakeTheLastTokens | Race::TwoTakeANewKey)
     }
 
     pub fn setup(self) -> Setup {
         match self {
+            // The key exists before the race: both threads take its TAT
+            // from the map, and race on it alone.
             Race::TwoTakeTheLastTokens => Setup {
+                limits: vec![Limit::new("bucket", 4, T)],
+                before: Some(req(["k", ""], 1)),
+                raced: [req(["k", ""], 2), req(["k", ""], 2)],
+                want: [allowed(1), denied()],
+                after: vec![(req(["k", ""], 1), allowed(0))],
+            },
+            Race::TwoTakeANewKey => Setup {
                 limits: vec![Limit::new("bucket", 3, T)],
                 before: None,
                 raced: [req(["k", ""], 2), req(["k", ""], 2)],
@@ -115,7 +127,8 @@ impl Race {
     pub fn breaks(self, v: CostVariant) -> Option<String> {
         let setup = self.setup();
         let built = if self.single() {
-            (v.gcra_loom)(3, T).map_err(|e| format!("Gcra::new: {e}"))
+            let l = setup.limits[0];
+            (v.gcra_loom)(l.capacity, T).map_err(|e| format!("Gcra::new: {e}"))
         } else {
             (v.limits_loom)(&setup.limits).map_err(|e| format!("Limits::new: {e}"))
         };

@@ -63,6 +63,7 @@ fn a_few() -> Script {
     };
     let k = ["alice", "acme", "all"];
     Script {
+        single: false,
         limits: vec![
             Limit::new("user", 3, Duration::from_millis(100)),
             Limit::new("org", 5, Duration::from_millis(50)),
@@ -206,16 +207,89 @@ pub fn expires(v: CostVariant) -> Result<(), String> {
             .arg(&key)
             .query(&mut admin)
             .map_err(|e| format!("PTTL: {e}"))?;
-        if ttl < 0 || ttl as u128 > most.as_millis() {
+        // The grace is added to the time to full, and a little real time
+        // has passed since.
+        let least = GRACE.as_millis() - 5_000;
+        if ttl < 0 || ttl as u128 > most.as_millis() || (ttl as u128) < least {
             return Err(format!(
                 "the key {key:?} has a time to live of {}; it must expire once its bucket is \
-                 full again, plus the grace: within {} ms here (PEXPIRE it in the script)",
+                 full again, plus the grace ({} ms, in milliseconds): between {least} and {} ms \
+                 here (PX in the script)",
                 if ttl == -1 {
                     "none (it would stay for ever)".to_string()
                 } else {
                     format!("{ttl} ms")
                 },
+                GRACE.as_millis(),
                 most.as_millis()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A peek writes nothing: on keys never charged it creates none, and on
+/// charged keys it changes neither their values nor their time to live.
+pub fn peek_writes_nothing(v: CostVariant) -> Result<(), String> {
+    let s = on_server();
+    let script = a_few();
+    let l = build(v, &script.limits, s.clone())?;
+    let mut admin = RedisServer::shared().admin();
+    let held =
+        |admin: &mut redis::Connection| -> Result<Vec<(String, Option<String>, i64)>, String> {
+            let mut keys: Vec<String> = redis::cmd("KEYS")
+                .arg(format!("{}*", s.prefix))
+                .query(admin)
+                .map_err(|e| format!("KEYS: {e}"))?;
+            keys.sort();
+            keys.into_iter()
+                .map(|k| {
+                    let value: Option<String> = redis::cmd("GET")
+                        .arg(&k)
+                        .query(admin)
+                        .map_err(|e| format!("GET: {e}"))?;
+                    let ttl: i64 = redis::cmd("PTTL")
+                        .arg(&k)
+                        .query(admin)
+                        .map_err(|e| format!("PTTL: {e}"))?;
+                    Ok((k, value, ttl))
+                })
+                .collect()
+        };
+    let keys = ["alice", "acme", "all"];
+    let peeks = |l: &dyn Limiter| {
+        for (cost, ms) in [(1, 0), (2, 0), (3, 0), (1, 30), (3, 400)] {
+            let _ = l.peek(&keys, cost, Timestamp::from_millis(ms));
+        }
+    };
+    peeks(&*l);
+    let made = held(&mut admin)?;
+    if !made.is_empty() {
+        return Err(format!(
+            "peeks on keys never charged wrote {:?}: a peek writes nothing",
+            made.iter().map(|k| &k.0).collect::<Vec<_>>()
+        ));
+    }
+    l.check(&keys, 1, Timestamp::ZERO)
+        .map_err(|e| format!("check({keys:?}, 1) at 0ns returned Err({e:?})"))?;
+    // A time to live no script would set: a peek that sets one shows.
+    let far = 1_000_000_000i64;
+    for (k, _, _) in held(&mut admin)? {
+        let _: i64 = redis::cmd("PEXPIRE")
+            .arg(&k)
+            .arg(far)
+            .query(&mut admin)
+            .map_err(|e| format!("PEXPIRE: {e}"))?;
+    }
+    let before = held(&mut admin)?;
+    peeks(&*l);
+    let after = held(&mut admin)?;
+    for ((k, was, _), (_, is, ttl)) in before.iter().zip(&after) {
+        if was != is || *ttl < far - 60_000 {
+            return Err(format!(
+                "after a check, peeks changed {k:?}: its value from {was:?} to {is:?}, its time \
+                 to live (set to {far} ms by the checks) to {ttl} ms; a peek writes nothing, \
+                 not even a new time to live"
             ));
         }
     }
@@ -329,6 +403,7 @@ pub fn one_tag(v: CostVariant) -> Result<(), String> {
         peek,
     };
     let script = Script {
+        single: false,
         limits: limits.to_vec(),
         requests: vec![
             r(2, 0, false),
@@ -388,6 +463,64 @@ pub fn cross_slot(v: CostVariant) -> Result<(), String> {
                     .map(|k| super::slot(k))
                     .collect::<Vec<_>>(),
                 answer(&want)
+            ));
+        }
+    }
+    // Keys spelled alike are still each limit's own: their Redis keys,
+    // untagged, are in slots of their own.
+    let same = ["x", "y", "z", "w", "v"]
+        .into_iter()
+        .find(|k| {
+            let first = super::slot(&s.key(0, k));
+            (1..3).any(|i| super::slot(&s.key(i, k)) != first)
+        })
+        .expect("one of five keys is in two slots");
+    let alike = [same, same, same];
+    let differs = (1..3)
+        .find(|&i| super::slot(&s.key(i, same)) != super::slot(&s.key(0, same)))
+        .unwrap_or(1);
+    let cases: [(&[&str], u64, Answer); 4] = [
+        (
+            &alike,
+            1,
+            Err(CostError::CrossSlot {
+                first: s.key(0, same),
+                other: s.key(differs, same),
+            }),
+        ),
+        (&keys, 0, Err(CostError::ZeroCost)),
+        (
+            &keys[..2],
+            1,
+            Err(CostError::WrongKeys {
+                expected: 3,
+                got: 2,
+            }),
+        ),
+        (
+            &keys,
+            3,
+            Err(CostError::AboveCapacity {
+                limit: 0,
+                cost: 3,
+                capacity: 2,
+            }),
+        ),
+    ];
+    for (keys, cost, want) in cases {
+        let got = l.check(keys, cost, Timestamp::ZERO);
+        if got != want {
+            return Err(format!(
+                "on a Redis Cluster, check({keys:?}, {cost}) at 0ns answered {}; the contract \
+                 answers {} (the errors of every request first, then the slots of the Redis \
+                 keys {:?}, {:?})",
+                answer(&got),
+                answer(&want),
+                redis_keys(&s, keys),
+                redis_keys(&s, keys)
+                    .iter()
+                    .map(|k| super::slot(k))
+                    .collect::<Vec<_>>(),
             ));
         }
     }

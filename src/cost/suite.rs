@@ -48,8 +48,9 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
             t.test(name, move || lesson().agrees_with_model(which, CASES));
         }
     });
-    let races: [Named<Race>; 3] = [
+    let races: [Named<Race>; 4] = [
         ("two_take_the_last_tokens", Race::TwoTakeTheLastTokens),
+        ("two_take_a_new_key", Race::TwoTakeANewKey),
         ("a_denial_charges_nothing", Race::ADenialChargesNothing),
         (
             "two_requests_one_global_limit",
@@ -77,6 +78,9 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
                 lesson().on_redis(OnRedis::OneScript)
             });
             t.test("keys_expire", move || lesson().on_redis(OnRedis::Expires));
+            t.test("a_peek_writes_nothing", move || {
+                lesson().on_redis(OnRedis::PeekWritesNothing)
+            });
         });
     });
     t.module("cluster", |t| {

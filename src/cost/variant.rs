@@ -5,20 +5,22 @@
 
 #[doc(hidden)]
 #[macro_export]
-#[rustfmt::skip] // one line per constructor, as the line count of macros asks
 macro_rules! __cost_variant {
     ($name:ident, $path:literal, $file:literal, $limiter:ident) => {
         mod $name {
-            use $crate::cost::drive::{several as m, single as s, CostVariant};
+            use on_loom::imp::{$limiter as M, Gcra as H};
+            use on_std::imp::{$limiter as L, Gcra as G, RedisLimits as R, TokenBucket as B};
+            use $crate::cost::drive::CostVariant as V;
             $crate::__on_std!($file);
             $crate::__on_loom!($file);
-            pub const VARIANT: CostVariant = CostVariant { file: $path, source: include_str!($file),
-                bucket: |c, t| Ok(s(on_std::imp::TokenBucket::new(c, t)?, |b, k, n, at| b.check_n(k, n, at), |b, k, n, at| b.peek_n(k, n, at))),
-                gcra: |c, t| Ok(s(on_std::imp::Gcra::new(c, t)?, |b, k, n, at| b.check_n(k, n, at), |b, k, n, at| b.peek_n(k, n, at))),
-                gcra_loom: |c, t| Ok(s(on_loom::imp::Gcra::new(c, t)?, |b, k, n, at| b.check_n(k, n, at), |b, k, n, at| b.peek_n(k, n, at))),
-                limits: |l| Ok(m(on_std::imp::$limiter::new(l)?, |x, k, n, t| x.check(k, n, t), |x, k, n, t| x.peek(k, n, t))),
-                limits_loom: |l| Ok(m(on_loom::imp::$limiter::new(l)?, |x, k, n, t| x.check(k, n, t), |x, k, n, t| x.peek(k, n, t))),
-                redis: |l, r| Ok(m(on_std::imp::RedisLimits::new(l, r)?, |x, k, n, t| x.check(k, n, t), |x, k, n, t| x.peek(k, n, t))),
+            pub const VARIANT: V = V {
+                file: ($path, include_str!($file)),
+                bucket: |c, t| V::one(B::new(c, t), B::check_n, B::peek_n),
+                gcra: |c, t| V::one(G::new(c, t), G::check_n, G::peek_n),
+                gcra_loom: |c, t| V::one(H::new(c, t), H::check_n, H::peek_n),
+                limits: |l| V::many(L::new(l), L::check, L::peek),
+                limits_loom: |l| V::many(M::new(l), M::check, M::peek),
+                redis: |l, r| V::many(R::new(l, r), R::check, R::peek),
             };
         }
     };

@@ -11,7 +11,7 @@ use super::gen::Script;
 pub fn follow(l: &dyn Limiter, script: &Script) -> Result<Vec<Answer>, String> {
     let mut model = script.model();
     let mut answers = Vec::new();
-    let single = script.limits.len() == 1 && script.requests.iter().all(|r| r.keys.len() == 1);
+    let single = script.single;
     for (i, r) in script.requests.iter().enumerate() {
         let keys = r.keys();
         let why = model.explain(&keys, r.cost, r.at);
@@ -24,6 +24,7 @@ pub fn follow(l: &dyn Limiter, script: &Script) -> Result<Vec<Answer>, String> {
         answers.push(got.clone());
         if got != want {
             let upto = Script {
+                single,
                 limits: script.limits.clone(),
                 requests: script.requests[..=i].to_vec(),
             };
