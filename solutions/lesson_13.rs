@@ -203,7 +203,8 @@ fn rules(limits: &[Limit]) -> Result<Vec<Rule>, SetupError> {
         .iter()
         .enumerate()
         .map(|(index, l)| {
-            Rule::new(l.capacity, l.refill_every).map_err(|error| SetupError::Limit { index, error })
+            Rule::new(l.capacity, l.refill_every)
+                .map_err(|error| SetupError::Limit { index, error })
         })
         .collect()
 }

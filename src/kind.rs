@@ -99,6 +99,8 @@ impl<V: Copy> Subjects<V> {
 pub trait Compiled {
     /// The file, relative to the kata's root (`lessons/lesson_08.rs`).
     fn file(&self) -> &'static str;
+    /// The file's text, for the checks of its source.
+    fn source(&self) -> &'static str;
 }
 
 impl<V: Copy + Compiled> Subjects<V> {
@@ -149,6 +151,72 @@ impl Facts {
         match watched(time_limit(), |_| String::new(), work) {
             Ok(Ok(r)) => r,
             Ok(Err(e)) | Err(Stop::Panicked(e) | Stop::Hung(e)) => self.fail(what, whose, &e),
+        }
+    }
+}
+
+/// A kind's lesson as its checks hold it: the catalog's facts, its
+/// subjects, and what a failure calls the learner's code (`your client`):
+/// what the kinds that name, fail and watch a subject alike share.
+pub struct Checked<V> {
+    pub facts: Facts,
+    pub subjects: Subjects<V>,
+    /// The noun of `your <noun>`.
+    pub noun: &'static str,
+}
+
+impl<V: Copy + Compiled> Checked<V> {
+    pub fn subject(&self) -> Subject {
+        self.subjects.subject
+    }
+
+    pub fn tested(&self) -> V {
+        self.subjects.tested()
+    }
+
+    pub fn reference(&self) -> V {
+        self.subjects.reference()
+    }
+
+    /// `your client (lessons/lesson_11.rs)`, or another subject with its file.
+    pub fn whose(&self) -> String {
+        self.subjects.whose_as(self.noun)
+    }
+
+    /// `your client`, or another subject.
+    pub fn who(&self) -> String {
+        self.subjects.who(self.noun)
+    }
+
+    /// Fails `what` for the subject under test.
+    pub fn fail(&self, what: &str, message: &str) -> ! {
+        self.facts.fail(what, &self.whose(), message)
+    }
+
+    /// Runs `work` watched: a panic or a hang is a failure with its place.
+    pub fn watched<R: Send + 'static>(
+        &self,
+        what: &str,
+        work: impl FnOnce() -> Result<R, String> + Send + 'static,
+    ) -> R {
+        self.facts.watched(what, &self.whose(), work)
+    }
+
+    /// Fails, naming the line, if the file reads what its kind's inputs
+    /// (`inputs`) leave out: the real clock, a sleep, tokio's locks.
+    pub fn uses_only_its_inputs(&self, inputs: crate::source::Inputs) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_inputs_of(v.file(), v.source(), inputs) {
+            panic!("{e}");
+        }
+    }
+
+    /// Fails, naming the line, if the file takes locks or atomics from
+    /// anywhere but `super::sync`.
+    pub fn uses_only_the_sync_facade(&self) {
+        let v = self.tested();
+        if let Err(e) = crate::source::check_sync_imports(v.file(), v.source()) {
+            panic!("{e}");
         }
     }
 }

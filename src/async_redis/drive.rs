@@ -68,6 +68,10 @@ impl crate::kind::Compiled for AsyncVariant {
     fn file(&self) -> &'static str {
         self.file
     }
+
+    fn source(&self) -> &'static str {
+        self.source
+    }
 }
 
 /// An async limiter called from synchronous code: each call runs on the

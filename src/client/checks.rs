@@ -14,22 +14,32 @@ use super::model::{self, check, BudgetModel};
 use super::script::{Reply, Script, Wait};
 use super::sim::{self, run_in_process, Client};
 use super::{BudgetPolicy, ClientError, ClientPolicy, ManualClock, PolicyError, Timestamp};
-use crate::kind::{Facts, Kind, Subjects};
-use crate::subject::Subject;
+use crate::kind::{Checked, Facts, Kind, Subjects};
 use crate::trial::Named;
 use crate::watchdog::{time_limit, watched};
 
 /// Lesson 11: what the catalog says of it, and its subjects.
-pub struct ClientLesson {
-    pub facts: Facts,
-    subjects: Subjects<ClientVariant>,
+pub struct ClientLesson(Checked<ClientVariant>);
+
+/// The facts, the subjects and the ways of naming, failing and watching
+/// a subject that every kind shares.
+impl std::ops::Deref for ClientLesson {
+    type Target = Checked<ClientVariant>;
+
+    fn deref(&self) -> &Checked<ClientVariant> {
+        &self.0
+    }
 }
 
 impl Kind for ClientLesson {
     type Variant = ClientVariant;
 
     fn new(facts: Facts, subjects: Subjects<ClientVariant>) -> ClientLesson {
-        ClientLesson { facts, subjects }
+        ClientLesson(Checked {
+            facts,
+            subjects,
+            noun: "client",
+        })
     }
 }
 
@@ -119,57 +129,9 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
 ];
 
 impl ClientLesson {
-    pub fn subject(&self) -> Subject {
-        self.subjects.subject
-    }
-
-    pub fn tested(&self) -> ClientVariant {
-        self.subjects.tested()
-    }
-
-    pub fn reference(&self) -> ClientVariant {
-        self.subjects.reference()
-    }
-
-    fn whose(&self) -> String {
-        self.subjects.whose_as("client")
-    }
-
-    fn who(&self) -> String {
-        self.subjects.who("client")
-    }
-
-    fn fail(&self, what: &str, message: &str) -> ! {
-        self.facts.fail(what, &self.whose(), message)
-    }
-
-    /// Runs `work` watched: a panic or a hang is a failure with its place.
-    fn watched<R: Send + 'static>(
-        &self,
-        what: &str,
-        work: impl FnOnce() -> Result<R, String> + Send + 'static,
-    ) -> R {
-        self.facts.watched(what, &self.whose(), work)
-    }
-
-    /// Fails, naming the line, if the client reads time or randomness from
-    /// anywhere but the clock and the jitter it is given.
+    /// Fails, naming the line, if the file reads what a client may not.
     pub fn uses_only_its_inputs(&self) {
-        let v = self.tested();
-        if let Err(e) =
-            crate::source::check_inputs_of(v.file, v.source, crate::source::Inputs::Client)
-        {
-            panic!("{e}");
-        }
-    }
-
-    /// Fails, naming the line, if the file takes locks or atomics from
-    /// anywhere but `super::sync`.
-    pub fn uses_only_the_sync_facade(&self) {
-        let v = self.tested();
-        if let Err(e) = crate::source::check_sync_imports(v.file, v.source) {
-            panic!("{e}");
-        }
+        self.0.uses_only_its_inputs(crate::source::Inputs::Client)
     }
 
     /// `server_wait` of these headers, at the checks' wall clock's origin

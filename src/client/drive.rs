@@ -38,6 +38,10 @@ impl Compiled for ClientVariant {
     fn file(&self) -> &'static str {
         self.file
     }
+
+    fn source(&self) -> &'static str {
+        self.source
+    }
 }
 
 /// The layer `layer` around `inner`, boxed as the checks hold a client

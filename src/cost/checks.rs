@@ -9,21 +9,31 @@ use super::gen::{self, Script, Shape};
 use super::race::Race;
 use super::verdict::{answers, follow};
 use super::{ConfigError, Limit, SetupError};
-use crate::kind::{Facts, Kind, Subjects};
-use crate::subject::Subject;
+use crate::kind::{Checked, Facts, Kind, Subjects};
 use crate::watchdog::{time_limit, watched};
 
 /// Lesson 13: what the catalog says of it, and its subjects.
-pub struct CostLesson {
-    pub facts: Facts,
-    subjects: Subjects<CostVariant>,
+pub struct CostLesson(Checked<CostVariant>);
+
+/// The facts, the subjects and the ways of naming, failing and watching
+/// a subject that every kind shares.
+impl std::ops::Deref for CostLesson {
+    type Target = Checked<CostVariant>;
+
+    fn deref(&self) -> &Checked<CostVariant> {
+        &self.0
+    }
 }
 
 impl Kind for CostLesson {
     type Variant = CostVariant;
 
     fn new(facts: Facts, subjects: Subjects<CostVariant>) -> CostLesson {
-        CostLesson { facts, subjects }
+        CostLesson(Checked {
+            facts,
+            subjects,
+            noun: "limiter",
+        })
     }
 }
 
@@ -86,61 +96,16 @@ pub enum OnRedis {
     OneScript,
     Expires,
     PeekWritesNothing,
+    Unreachable,
     Race(Race),
     OneTag,
     CrossSlot,
 }
 
 impl CostLesson {
-    pub fn subject(&self) -> Subject {
-        self.subjects.subject
-    }
-
-    pub fn tested(&self) -> CostVariant {
-        self.subjects.tested()
-    }
-
-    pub fn reference(&self) -> CostVariant {
-        self.subjects.reference()
-    }
-
-    fn whose(&self) -> String {
-        self.subjects.whose_as("limiter")
-    }
-
-    fn who(&self) -> String {
-        self.subjects.who("limiter")
-    }
-
-    fn fail(&self, what: &str, message: &str) -> ! {
-        self.facts.fail(what, &self.whose(), message)
-    }
-
-    fn watched<R: Send + 'static>(
-        &self,
-        what: &str,
-        work: impl FnOnce() -> Result<R, String> + Send + 'static,
-    ) -> R {
-        self.facts.watched(what, &self.whose(), work)
-    }
-
-    /// Fails, naming the line, if the file reads the real clock or sleeps.
+    /// Fails, naming the line, if the file reads what a limiter may not.
     pub fn uses_only_its_inputs(&self) {
-        let v = self.tested();
-        if let Err(e) =
-            crate::source::check_inputs_of(v.file.0, v.file.1, crate::source::Inputs::Calls)
-        {
-            panic!("{e}");
-        }
-    }
-
-    /// Fails, naming the line, if the file takes locks or atomics from
-    /// anywhere but `super::sync`.
-    pub fn uses_only_the_sync_facade(&self) {
-        let v = self.tested();
-        if let Err(e) = crate::source::check_sync_imports(v.file.0, v.file.1) {
-            panic!("{e}");
-        }
+        self.0.uses_only_its_inputs(crate::source::Inputs::Calls)
     }
 
     /// `TokenBucket::new` or `Gcra::new` refuses, or not, as lesson 05's.
@@ -238,12 +203,13 @@ impl CostLesson {
             },
             check,
         ) {
+            let script = f.value.describe();
             self.fail(
                 what,
                 &format!(
-                    "{}\n\nThe smallest script found: {}",
-                    f.reason,
-                    f.value.describe()
+                    "{}\n\nThe smallest script found: {script}\nreplay it beside the reference's \
+                     answers (in process):\n  cargo run -- compare {} '{script}'",
+                    f.reason, self.facts.number
                 ),
             );
         }
@@ -277,6 +243,7 @@ impl CostLesson {
             OnRedis::OneScript => redis::one_script(v),
             OnRedis::Expires => redis::expires(v),
             OnRedis::PeekWritesNothing => redis::peek_writes_nothing(v),
+            OnRedis::Unreachable => redis::unreachable(v),
             OnRedis::Race(r) => redis::race(v, r),
             OnRedis::OneTag => redis::one_tag(v),
             OnRedis::CrossSlot => redis::cross_slot(v),
@@ -289,7 +256,7 @@ impl CostLesson {
     pub fn named_snapshot(&self, name: &str) {
         let named = gen::named(name);
         let script = named.script();
-        let kinds: &[Which] = if named.single() {
+        let kinds: &[Which] = if named.single {
             &[Which::TokenBucket, Which::Gcra]
         } else {
             &[Which::Limits]
@@ -325,14 +292,19 @@ impl CostLesson {
     pub fn print_comparison(&self, which: &str) {
         let name = super::comparison(Some(which).filter(|w| !w.trim().is_empty()))
             .unwrap_or_else(|e| panic!("{e}"));
-        let named = gen::named(&name);
-        let script = named.script();
-        let kinds: &[Which] = if named.single() {
+        let (script, what) = match gen::Script::parse(&name) {
+            Ok(script) => (script, "as a failure printed it"),
+            Err(_) => {
+                let named = gen::named(&name);
+                (named.script(), named.what)
+            }
+        };
+        let kinds: &[Which] = if script.single {
             &[Which::TokenBucket, Which::Gcra]
         } else {
             &[Which::Limits]
         };
-        let mut out = format!("script {name}: {}\n", named.what);
+        let mut out = format!("script {name}: {what}\n");
         for &kind in kinds {
             for (who, v) in [
                 (self.whose(), self.tested()),

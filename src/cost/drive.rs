@@ -40,6 +40,10 @@ impl Compiled for CostVariant {
     fn file(&self) -> &'static str {
         self.file.0
     }
+
+    fn source(&self) -> &'static str {
+        self.file.1
+    }
 }
 
 impl CostVariant {

@@ -83,10 +83,113 @@ impl Script {
         )
     }
 
+    /// A script as [`Script::describe`] prints it (and as a failure
+    /// prints its smallest script), or a sentence saying what is wrong.
+    pub fn parse(text: &str) -> Result<Script, String> {
+        let text = text.trim();
+        let rest = text
+            .strip_prefix("limits ")
+            .ok_or("a script starts with `limits `")?;
+        let (limits, requests) = rest
+            .split_once(", then ")
+            .ok_or("a script's limits end with `, then `")?;
+        let limits = limits
+            .split("; ")
+            .map(parse_limit)
+            .collect::<Result<Vec<_>, _>>()?;
+        let requests: Vec<(bool, Req)> = match requests {
+            "no request" => Vec::new(),
+            r => r.split("; ").map(parse_req).collect::<Result<_, _>>()?,
+        };
+        let single = requests.first().is_none_or(|(s, _)| *s) && limits.len() == 1;
+        if let Err(e) = Model::new(&limits) {
+            return Err(format!("its limits are refused: {e}"));
+        }
+        if requests.windows(2).any(|w| w[1].1.at < w[0].1.at) {
+            return Err("its instants must never go back".into());
+        }
+        Ok(Script {
+            single,
+            limits,
+            requests: requests.into_iter().map(|(_, r)| r).collect(),
+        })
+    }
+
     /// The contract's model of its limits.
     pub fn model(&self) -> Model {
         Model::new(&self.limits).expect("the checks' limits are valid")
     }
+}
+
+/// `150ms` or `1_500ns`, as [`super::when`] writes them.
+fn parse_when(text: &str) -> Result<u64, String> {
+    let digits = |d: &str| {
+        d.replace('_', "")
+            .parse::<u64>()
+            .map_err(|e| format!("{text:?}: {e}"))
+    };
+    match (text.strip_suffix("ms"), text.strip_suffix("ns")) {
+        (Some(ms), _) => digits(ms)?
+            .checked_mul(1_000_000)
+            .ok_or_else(|| format!("{text:?} is past u64 nanoseconds")),
+        (_, Some(ns)) => digits(ns),
+        _ => Err(format!("{text:?} is neither `…ms` nor `…ns`")),
+    }
+}
+
+/// `user: 2 tokens, one every 1_000ns`, as [`Limit::describe`] writes it.
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    let bad = || format!("{text:?} is not `name: N tokens, one every T`");
+    let (name, rest) = text.split_once(": ").ok_or_else(bad)?;
+    let (count, every) = rest.split_once(", one every ").ok_or_else(bad)?;
+    let count = count.split(' ').next().ok_or_else(bad)?;
+    let capacity = count.parse::<u64>().map_err(|_| bad())?;
+    let name: &'static str = Box::leak(name.to_string().into_boxed_str());
+    Ok(Limit::new(
+        name,
+        capacity,
+        Duration::from_nanos(parse_when(every)?),
+    ))
+}
+
+/// `check_n("a", 2) at 0ns` or `peek(["alice", "acme"], 1) at 5ms`, and
+/// whether it is a single bucket's.
+fn parse_req(text: &str) -> Result<(bool, Req), String> {
+    let bad = || format!("{text:?} is not `check(keys, cost) at T` or `check_n(key, cost) at T`");
+    let (call, at) = text.rsplit_once(") at ").ok_or_else(bad)?;
+    let (verb, args) = call.split_once('(').ok_or_else(bad)?;
+    let (keys, cost) = args.rsplit_once(", ").ok_or_else(bad)?;
+    let cost = cost.parse::<u64>().map_err(|_| bad())?;
+    let unquote = |k: &str| k.trim().trim_matches('"').to_string();
+    let (single, peek) = match verb {
+        "check_n" => (true, false),
+        "peek_n" => (true, true),
+        "check" => (false, false),
+        "peek" => (false, true),
+        _ => return Err(bad()),
+    };
+    let keys = if single {
+        vec![unquote(keys)]
+    } else {
+        let inner = keys
+            .strip_prefix('[')
+            .and_then(|k| k.strip_suffix(']'))
+            .ok_or_else(bad)?;
+        match inner.trim() {
+            "" => Vec::new(),
+            inner => inner.split(", ").map(unquote).collect(),
+        }
+    };
+    let at = parse_when(at)?;
+    Ok((
+        single,
+        Req {
+            keys,
+            cost,
+            at,
+            peek,
+        },
+    ))
 }
 
 const NAMES: [&str; 3] = ["user", "org", "global"];
@@ -272,6 +375,9 @@ pub struct Named {
     pub name: &'static str,
     /// What it shows, as the snapshot's description says.
     pub what: &'static str,
+    /// For the single buckets (`TokenBucket` and `Gcra`, which must draw it
+    /// alike), else for `Limits`.
+    pub single: bool,
     pub limits: &'static [Limit],
     /// `(keys, cost, at in ms, peek)`.
     pub requests: &'static [(&'static [&'static str], u64, u64, bool)],
@@ -280,7 +386,7 @@ pub struct Named {
 impl Named {
     pub fn script(&self) -> Script {
         Script {
-            single: self.single(),
+            single: self.single,
             limits: self.limits.to_vec(),
             requests: self
                 .requests
@@ -294,11 +400,6 @@ impl Named {
                 .collect(),
         }
     }
-
-    /// Whether it is for the single buckets (`TokenBucket` and `Gcra`).
-    pub fn single(&self) -> bool {
-        self.limits.len() == 1 && self.limits[0].name == "points"
-    }
 }
 
 const SECOND: Duration = Duration::from_secs(1);
@@ -310,7 +411,7 @@ const THREE: &[Limit] = &[
     Limit::new("global", 8, Duration::from_millis(250)),
 ];
 const TWO: &[Limit] = &[
-    Limit::new("user", 4, Duration::from_millis(300)),
+    Limit::new("user", 4, Duration::from_millis(100)),
     Limit::new("global", 6, Duration::from_millis(200)),
 ];
 
@@ -323,6 +424,7 @@ pub const SNAPSHOTS: &[Named] = &[
     Named {
         name: "first_look",
         what: "a bucket of 10 points, one more every 100ms: a read costs 1, a write 5",
+        single: true,
         limits: POINTS,
         requests: &[
             (&["k"], 1, 0, false),
@@ -338,6 +440,7 @@ pub const SNAPSHOTS: &[Named] = &[
     Named {
         name: "all_or_nothing",
         what: "per user, per org and global: a denial by one limit charges none of the others",
+        single: false,
         limits: THREE,
         requests: &[
             (AA, 2, 0, false),
@@ -351,19 +454,22 @@ pub const SNAPSHOTS: &[Named] = &[
     },
     Named {
         name: "the_longest_wait",
-        what: "two limits deny: the request waits for the longer, and then both admit it",
+        what: "two limits deny, the second for longer: the request waits for the longer, \
+               and then both admit it",
+        single: false,
         limits: TWO,
         requests: &[
             (&["alice", "all"], 4, 0, false),
             (&["bob", "all"], 2, 0, false),
             (&["alice", "all"], 3, 0, false),
-            (&["alice", "all"], 3, 899, false),
-            (&["alice", "all"], 3, 900, false),
+            (&["alice", "all"], 3, 599, false),
+            (&["alice", "all"], 3, 600, false),
         ],
     },
     Named {
         name: "peek_then_check",
         what: "a peek answers as the check would, and charges nothing",
+        single: true,
         limits: POINTS,
         requests: &[
             (&["k"], 8, 0, true),
@@ -377,6 +483,7 @@ pub const SNAPSHOTS: &[Named] = &[
     Named {
         name: "errors_before_charging",
         what: "a cost of 0, too many keys, and a cost above a capacity: errors at once",
+        single: false,
         limits: TWO,
         requests: &[
             (&["alice", "all"], 0, 0, false),
@@ -401,6 +508,29 @@ mod tests {
     use super::*;
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
+
+    /// A script reads back as it was printed.
+    #[test]
+    fn a_printed_script_reads_back() {
+        let mut runner = TestRunner::deterministic();
+        for shape in [Shape::Single, Shape::Several] {
+            for _ in 0..200 {
+                let s = script(shape).new_tree(&mut runner).unwrap().current();
+                assert_eq!(
+                    Script::parse(&s.describe()).as_ref(),
+                    Ok(&s),
+                    "{}",
+                    s.describe()
+                );
+            }
+        }
+        for named in SNAPSHOTS {
+            let s = named.script();
+            assert_eq!(Script::parse(&s.describe()), Ok(s));
+        }
+        assert!(Script::parse("limits nothing").is_err());
+        assert!(Script::parse("limits a: 0 tokens, one every 1ns, then no request").is_err());
+    }
 
     /// Scripts stay where the contract's answers are exact, and reach the
     /// families they are for.

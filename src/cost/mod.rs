@@ -42,14 +42,20 @@ pub use suite::trials;
 pub type Lesson = checks::CostLesson;
 
 /// What `cargo run -- compare 13 [NAME]` draws: one of the named scripts
-/// ([`gen::SNAPSHOTS`], the first by default); anything else is refused
-/// with the names there are.
+/// ([`gen::SNAPSHOTS`], the first by default), or a script as a failure
+/// prints it (`limits …, then …`); anything else is refused with the names
+/// there are.
 pub fn comparison(which: Option<&str>) -> Result<String, String> {
     let which = which.map_or(gen::SNAPSHOTS[0].name, str::trim);
+    if which.starts_with("limits ") {
+        return gen::Script::parse(which)
+            .map(|_| which.to_string())
+            .map_err(|e| format!("that script cannot be read: {e}"));
+    }
     match gen::SNAPSHOTS.iter().find(|s| s.name == which) {
         Some(s) => Ok(s.name.to_string()),
         None => Err(format!(
-            "no script is named {which:?}; name one of {}",
+            "no script is named {which:?}; name one of {}, or give a script as a failure prints it",
             gen::SNAPSHOTS
                 .iter()
                 .map(|s| s.name)
@@ -158,7 +164,9 @@ impl fmt::Display for CostError {
             ),
             CostError::WrongKeys { expected, got } => write!(
                 f,
-                "{got} keys were given for {expected} limits: give one key per limit, in order"
+                "{} were given for {}: give one key per limit, in order",
+                crate::text::count(*got, "key"),
+                crate::text::count(*expected, "limit")
             ),
             CostError::AboveCapacity {
                 limit,

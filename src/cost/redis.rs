@@ -11,10 +11,10 @@ use super::draw::answer;
 use super::drive::{Answer, CostVariant, Limiter};
 use super::gen::{Req, Script};
 use super::race::Race;
-use super::{CostError, Limit, RedisSettings, Target, Timestamp};
+use super::{CostError, Limit, RedisSettings, SetupError, Target, Timestamp};
 use crate::infra::cluster::RedisCluster;
 use crate::infra::proxy::Proxy;
-use crate::infra::server::{next_id, RedisServer};
+use crate::infra::server::{next_id, RedisServer, Unreachable};
 use crate::watchdog::time_limit;
 
 /// How long the checks' keys outlive their buckets' refill (the checks'
@@ -222,6 +222,73 @@ pub fn expires(v: CostVariant) -> Result<(), String> {
                 },
                 GRACE.as_millis(),
                 most.as_millis()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Redis that cannot be reached is an error, never a panic or a hang:
+/// `new` on a port that never answers is `SetupError::Redis` (or, for a
+/// limiter that connects on first use, its first check is
+/// `CostError::Redis`), and a check whose connection was cut is
+/// `CostError::Redis`, or the contract's answer if it connected again.
+pub fn unreachable(v: CostVariant) -> Result<(), String> {
+    let limits = a_few().limits;
+    let keys = ["alice", "acme", "all"];
+    let gone = Unreachable::new();
+    let mut s = settings(Target::Single(gone.url()));
+    s.timeout = Duration::from_millis(300);
+    match (v.redis)(&limits, s) {
+        Err(SetupError::Redis(_)) => {}
+        Err(e) => {
+            return Err(format!(
+                "RedisLimits::new, for a Redis whose port never answers, returned Err({e:?}); \
+                 the contract: Err(SetupError::Redis(…))"
+            ))
+        }
+        Ok(l) => match l.check(&keys, 1, Timestamp::ZERO) {
+            Err(CostError::Redis(_)) => {}
+            other => {
+                return Err(format!(
+                    "RedisLimits::new, for a Redis whose port never answers, returned Ok, and \
+                     its first check answered {}; the contract: Err(SetupError::Redis(…)) from \
+                     new, or Err(CostError::Redis(…)) from the check",
+                    answer(&other)
+                ))
+            }
+        },
+    }
+    let proxy = Proxy::start(RedisServer::shared().addr(), 1);
+    let l = build(v, &limits, settings(Target::Single(proxy.url(0))))?;
+    let mut model = Script {
+        single: false,
+        limits: limits.clone(),
+        requests: Vec::new(),
+    }
+    .model();
+    for cut in [false, true] {
+        if cut {
+            proxy.close_all();
+        }
+        let got = l.check(&keys, 1, Timestamp::ZERO);
+        let want = model.answer(&keys, 1, 0, false);
+        let fine = got == want || (cut && matches!(got, Err(CostError::Redis(_))));
+        if !fine {
+            return Err(format!(
+                "check({keys:?}, 1) at 0ns{} answered {}; the contract: {}{}",
+                if cut {
+                    ", once Redis had cut its connection,"
+                } else {
+                    ""
+                },
+                answer(&got),
+                answer(&want),
+                if cut {
+                    ", or Err(CostError::Redis(…))"
+                } else {
+                    ""
+                }
             ));
         }
     }

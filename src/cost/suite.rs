@@ -81,6 +81,9 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
             t.test("a_peek_writes_nothing", move || {
                 lesson().on_redis(OnRedis::PeekWritesNothing)
             });
+            t.test("redis_gone_is_an_error", move || {
+                lesson().on_redis(OnRedis::Unreachable)
+            });
         });
     });
     t.module("cluster", |t| {

@@ -11,21 +11,32 @@ use super::verdict::{
     until,
 };
 use super::{Admit, AimdPolicy, DelayPolicy, GradientPolicy, PolicyError, ShedPolicy, Timestamp};
-use crate::kind::{Facts, Kind, Subjects};
+use crate::kind::{Checked, Facts, Kind, Subjects};
 use crate::subject::Subject;
 use crate::watchdog::{time_limit, watched};
 
 /// Lesson 12: what the catalog says of it, and its subjects.
-pub struct InflightLesson {
-    pub facts: Facts,
-    subjects: Subjects<InflightVariant>,
+pub struct InflightLesson(Checked<InflightVariant>);
+
+/// The facts, the subjects and the ways of naming, failing and watching
+/// a subject that every kind shares.
+impl std::ops::Deref for InflightLesson {
+    type Target = Checked<InflightVariant>;
+
+    fn deref(&self) -> &Checked<InflightVariant> {
+        &self.0
+    }
 }
 
 impl Kind for InflightLesson {
     type Variant = InflightVariant;
 
     fn new(facts: Facts, subjects: Subjects<InflightVariant>) -> InflightLesson {
-        InflightLesson { facts, subjects }
+        InflightLesson(Checked {
+            facts,
+            subjects,
+            noun: "limits",
+        })
     }
 }
 
@@ -81,57 +92,9 @@ impl Policy {
 }
 
 impl InflightLesson {
-    pub fn subject(&self) -> Subject {
-        self.subjects.subject
-    }
-
-    pub fn tested(&self) -> InflightVariant {
-        self.subjects.tested()
-    }
-
-    pub fn reference(&self) -> InflightVariant {
-        self.subjects.reference()
-    }
-
-    fn whose(&self) -> String {
-        self.subjects.whose_as("limits")
-    }
-
-    fn who(&self) -> String {
-        self.subjects.who("limits")
-    }
-
-    fn fail(&self, what: &str, message: &str) -> ! {
-        self.facts.fail(what, &self.whose(), message)
-    }
-
-    /// Runs `work` watched: a panic or a hang is a failure with its place.
-    fn watched<R: Send + 'static>(
-        &self,
-        what: &str,
-        work: impl FnOnce() -> Result<R, String> + Send + 'static,
-    ) -> R {
-        self.facts.watched(what, &self.whose(), work)
-    }
-
-    /// Fails, naming the line, if the file reads the real clock, sleeps on
-    /// tokio's, or takes its permits from tokio.
+    /// Fails, naming the line, if the file reads what a limits may not.
     pub fn uses_only_its_inputs(&self) {
-        let v = self.tested();
-        if let Err(e) =
-            crate::source::check_inputs_of(v.file, v.source, crate::source::Inputs::InFlight)
-        {
-            panic!("{e}");
-        }
-    }
-
-    /// Fails, naming the line, if the file takes locks or atomics from
-    /// anywhere but `super::sync`.
-    pub fn uses_only_the_sync_facade(&self) {
-        let v = self.tested();
-        if let Err(e) = crate::source::check_sync_imports(v.file, v.source) {
-            panic!("{e}");
-        }
+        self.0.uses_only_its_inputs(crate::source::Inputs::InFlight)
     }
 
     /// The policy is refused, or not, as the contract says.

@@ -70,6 +70,10 @@ impl Compiled for InflightVariant {
     fn file(&self) -> &'static str {
         self.file
     }
+
+    fn source(&self) -> &'static str {
+        self.source
+    }
 }
 
 /// A file's permits, with what the checks call of them (what `variant!`

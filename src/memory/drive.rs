@@ -114,4 +114,8 @@ impl crate::kind::Compiled for BoundedVariant {
     fn file(&self) -> &'static str {
         self.file
     }
+
+    fn source(&self) -> &'static str {
+        self.source
+    }
 }

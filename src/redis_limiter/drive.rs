@@ -155,4 +155,8 @@ impl crate::kind::Compiled for RedisVariant {
     fn file(&self) -> &'static str {
         self.file
     }
+
+    fn source(&self) -> &'static str {
+        self.source
+    }
 }
