@@ -53,8 +53,9 @@ impl Rule {
     /// GCRA for a cost of `n` (at most the capacity) on a key whose TAT is
     /// `tat`: the new TAT and the tokens left, or the wait.
     fn step(&self, tat: u64, n: u64, now: u64) -> Result<(u64, u64), u64> {
-        // The TAT never runs more than C·T ahead of the latest now, and
-        // the checks keep now + C·T within u64: this cannot overflow.
+        // In u128: the TAT may already be C·T ahead of now, and a denied
+        // cost added to it can pass u64::MAX. An admitted one cannot: it
+        // ends within C·T of now, which the checks keep within u64.
         let next = u128::from(tat.max(now)) + u128::from(n * self.t);
         let ahead = next - u128::from(now);
         let full = u128::from(self.full);

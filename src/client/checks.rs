@@ -129,7 +129,8 @@ pub const SNAPSHOTS: [Named<fn() -> Script>; 7] = [
 ];
 
 impl ClientLesson {
-    /// Fails, naming the line, if the file reads what a client may not.
+    /// Fails, naming the line, if the client reads time or randomness from
+    /// anywhere but the clock and the jitter it is given.
     pub fn uses_only_its_inputs(&self) {
         self.0.uses_only_its_inputs(crate::source::Inputs::Client)
     }

@@ -103,7 +103,8 @@ pub enum OnRedis {
 }
 
 impl CostLesson {
-    /// Fails, naming the line, if the file reads what a limiter may not.
+    /// Fails, naming the line, if the file reads the real clock or sleeps:
+    /// its answers depend only on its limits and its requests.
     pub fn uses_only_its_inputs(&self) {
         self.0.uses_only_its_inputs(crate::source::Inputs::Calls)
     }
@@ -129,8 +130,9 @@ impl CostLesson {
         }
     }
 
-    /// `Limits::new` refuses, or not, as the contract says.
-    pub fn limits_config(&self, limits: Vec<Limit>, want: Result<(), SetupError>) {
+    /// `Limits::new` (or `RedisLimits::new`) refuses, or not, as the
+    /// contract says.
+    pub fn limits_config(&self, which: Which, limits: Vec<Limit>, want: Result<(), SetupError>) {
         assert_eq!(
             super::model::refuses(&limits).map_or(Ok(()), Err),
             want,
@@ -138,11 +140,30 @@ impl CostLesson {
         );
         let v = self.tested();
         let shown = format!("{limits:?}");
-        let got = self.watched("Limits::new", move || Ok((v.limits)(&limits).map(|_| ())));
+        let refused = want.is_err();
+        let got = self.watched(which.name(), move || {
+            Ok(match which {
+                Which::RedisLimits => super::redis::setup(v, &limits, refused),
+                _ => (v.limits)(&limits).map(|_| ()),
+            })
+        });
         if got != want {
             self.fail(
-                &format!("Limits::new(&{shown})"),
-                &format!("it answers {got:?}; the contract answers {want:?}"),
+                &format!(
+                    "{}::new(&{shown}{})",
+                    which.name(),
+                    match which {
+                        Which::RedisLimits => ", settings of a Redis that never answers",
+                        _ => "",
+                    }
+                ),
+                &format!(
+                    "it answers {got:?}; the contract answers {want:?}{}",
+                    match which {
+                        Which::RedisLimits => " (the limits are checked before Redis is asked)",
+                        _ => "",
+                    }
+                ),
             );
         }
     }
@@ -153,6 +174,7 @@ impl CostLesson {
     pub fn costs(&self, limit: Limit, requests: &[(u64, u64)], expected: &[Answer]) {
         let script = Script {
             single: true,
+            on_redis: false,
             limits: vec![limit],
             requests: requests
                 .iter()
@@ -208,7 +230,7 @@ impl CostLesson {
                 what,
                 &format!(
                     "{}\n\nThe smallest script found: {script}\nreplay it beside the reference's \
-                     answers (in process):\n  cargo run -- compare {} '{script}'",
+                     answers:\n  cargo run -- compare {} '{script}'",
                     f.reason, self.facts.number
                 ),
             );
@@ -301,6 +323,8 @@ impl CostLesson {
         };
         let kinds: &[Which] = if script.single {
             &[Which::TokenBucket, Which::Gcra]
+        } else if script.on_redis {
+            &[Which::RedisLimits]
         } else {
             &[Which::Limits]
         };

@@ -3,7 +3,8 @@
 //! whole capacity, one past it, 0 and `u64::MAX`; keys that differ only in
 //! case, and the wrong number of them; bursts at one instant, waits of a
 //! fraction of a token, and idle gaps of many buckets; capacities from 1
-//! to `u64::MAX` and refill intervals from 1 ns to a second. And the named
+//! to `u64::MAX` and refill intervals from 1 ns to a second and a quarter
+//! of `u64::MAX` ns. And the named
 //! scripts the drawings show.
 
 use std::time::Duration;
@@ -53,7 +54,7 @@ pub enum Shape {
     /// Several limits: `Limits`.
     Several,
     /// Several limits on Redis, whose Lua numbers are exact below 2⁵³: every
-    /// instant and every bucket's time to fill stay below 2⁵⁰.
+    /// instant and every bucket's time to fill stay at most 2⁵⁰.
     Redis,
 }
 
@@ -62,6 +63,8 @@ pub enum Shape {
 pub struct Script {
     /// For a single bucket (`TokenBucket`, `Gcra`), asked with `check_n`.
     pub single: bool,
+    /// For `RedisLimits` (its description starts `on redis: `).
+    pub on_redis: bool,
     pub limits: Vec<Limit>,
     pub requests: Vec<Req>,
 }
@@ -73,7 +76,8 @@ impl Script {
         let limits: Vec<String> = self.limits.iter().map(Limit::describe).collect();
         let requests: Vec<String> = self.requests.iter().map(|r| r.describe(single)).collect();
         format!(
-            "limits {}, then {}",
+            "{}limits {}, then {}",
+            if self.on_redis { "on redis: " } else { "" },
             limits.join("; "),
             if requests.is_empty() {
                 "no request".to_string()
@@ -87,6 +91,10 @@ impl Script {
     /// prints its smallest script), or a sentence saying what is wrong.
     pub fn parse(text: &str) -> Result<Script, String> {
         let text = text.trim();
+        let (on_redis, text) = match text.strip_prefix("on redis: ") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
         let rest = text
             .strip_prefix("limits ")
             .ok_or("a script starts with `limits `")?;
@@ -110,6 +118,7 @@ impl Script {
         }
         Ok(Script {
             single,
+            on_redis,
             limits,
             requests: requests.into_iter().map(|(_, r)| r).collect(),
         })
@@ -364,6 +373,7 @@ pub fn script(shape: Shape) -> impl Strategy<Value = Script> {
                 .collect();
             Script {
                 single: shape == Shape::Single,
+                on_redis: shape == Shape::Redis,
                 limits,
                 requests,
             }
@@ -387,6 +397,7 @@ impl Named {
     pub fn script(&self) -> Script {
         Script {
             single: self.single,
+            on_redis: false,
             limits: self.limits.to_vec(),
             requests: self
                 .requests
@@ -513,7 +524,7 @@ mod tests {
     #[test]
     fn a_printed_script_reads_back() {
         let mut runner = TestRunner::deterministic();
-        for shape in [Shape::Single, Shape::Several] {
+        for shape in [Shape::Single, Shape::Several, Shape::Redis] {
             for _ in 0..200 {
                 let s = script(shape).new_tree(&mut runner).unwrap().current();
                 assert_eq!(

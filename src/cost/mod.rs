@@ -47,7 +47,7 @@ pub type Lesson = checks::CostLesson;
 /// there are.
 pub fn comparison(which: Option<&str>) -> Result<String, String> {
     let which = which.map_or(gen::SNAPSHOTS[0].name, str::trim);
-    if which.starts_with("limits ") {
+    if which.starts_with("limits ") || which.starts_with("on redis: ") {
         return gen::Script::parse(which)
             .map(|_| which.to_string())
             .map_err(|e| format!("that script cannot be read: {e}"));

@@ -149,8 +149,8 @@ impl Model {
     }
 
     /// Why the contract answers as it does, limit by limit: `user[alice]
-    /// holds 2.5 tokens, cost 3 needs 3: 500ns short`.
-    pub fn explain(&self, keys: &[&str], cost: u64, now: u64) -> String {
+    /// holds 2.5 tokens (2_500ns of credit), short of cost 3 by 500ns`.
+    pub fn explain(&self, keys: &[&str], cost: u64, now: u64, peek: bool) -> String {
         if let Some(e) = self.refuses(keys, cost) {
             return format!("the contract refuses it before any limit is asked: {e}");
         }
@@ -169,14 +169,19 @@ impl Model {
                 if p.short == 0 {
                     let left = tokens(p.level - u128::from(cost) * t, t);
                     format!(
-                        "{name}[{}] holds {holds}, so it admits cost {cost} and keeps {left}",
-                        p.key
+                        "{name}[{}] holds {holds}, so it admits cost {cost}{} {left}",
+                        p.key,
+                        if peek {
+                            " and a check would keep"
+                        } else {
+                            " and keeps"
+                        }
                     )
                 } else {
                     format!(
-                        "{name}[{}] holds {holds}, short of cost {cost} by {}ns",
+                        "{name}[{}] holds {holds}, short of cost {cost} by {}",
                         p.key,
-                        crate::time::group_digits(p.short)
+                        super::when(p.short)
                     )
                 }
             })
@@ -192,6 +197,8 @@ impl Model {
                 "the request waits for the longest of them, {}'s",
                 self.limits[longest].name
             ));
+        } else if denying.is_empty() && peek {
+            said.push("a check would be admitted and charged; a peek charges nothing".into());
         } else if denying.is_empty() && parts.len() > 1 {
             said.push("every limit admits it, so every one is charged".into());
         }

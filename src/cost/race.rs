@@ -24,6 +24,11 @@ pub enum Race {
     /// Limits user (2) and global (3); alice and bob each ask for 2: the
     /// global limit has room for one of them only.
     TwoRequestsOneGlobalLimit,
+    /// Limits global (3) and user (2): alice's check beside bob's peek. The
+    /// peek sees the limits before the check or after it, never half of it,
+    /// and the two never wait on each other for ever (locks taken in one
+    /// order by both).
+    APeekBesideACheck,
 }
 
 const ZERO: Timestamp = Timestamp::ZERO;
@@ -42,6 +47,8 @@ fn denied() -> Answer {
 pub struct Request {
     pub keys: [&'static str; 2],
     pub cost: u64,
+    /// A peek rather than a check.
+    pub peek: bool,
 }
 
 /// A race as data: the limits, a request before it, the two raced, what
@@ -50,12 +57,17 @@ pub struct Setup {
     pub limits: Vec<Limit>,
     pub before: Option<Request>,
     pub raced: [Request; 2],
-    pub want: [Answer; 2],
+    /// The answers the two may give, each pair in the order raced.
+    pub want: Vec<[Answer; 2]>,
     pub after: Vec<(Request, Answer)>,
 }
 
 const fn req(keys: [&'static str; 2], cost: u64) -> Request {
-    Request { keys, cost }
+    Request {
+        keys,
+        cost,
+        peek: false,
+    }
 }
 
 impl Race {
@@ -72,21 +84,21 @@ impl Race {
                 limits: vec![Limit::new("bucket", 4, T)],
                 before: Some(req(["k", ""], 1)),
                 raced: [req(["k", ""], 2), req(["k", ""], 2)],
-                want: [allowed(1), denied()],
+                want: vec![[allowed(1), denied()], [denied(), allowed(1)]],
                 after: vec![(req(["k", ""], 1), allowed(0))],
             },
             Race::TwoTakeANewKey => Setup {
                 limits: vec![Limit::new("bucket", 3, T)],
                 before: None,
                 raced: [req(["k", ""], 2), req(["k", ""], 2)],
-                want: [allowed(1), denied()],
+                want: vec![[allowed(1), denied()], [denied(), allowed(1)]],
                 after: vec![(req(["k", ""], 1), allowed(0))],
             },
             Race::ADenialChargesNothing => Setup {
                 limits: vec![Limit::new("global", 4, T), Limit::new("user", 2, T)],
                 before: Some(req(["all", "alice"], 1)),
                 raced: [req(["all", "alice"], 2), req(["all", "bob"], 2)],
-                want: [denied(), allowed(0)],
+                want: vec![[denied(), allowed(0)]],
                 after: vec![
                     (req(["all", "carol"], 1), allowed(0)),
                     (req(["all", "carol"], 2), denied()),
@@ -96,12 +108,37 @@ impl Race {
                 limits: vec![Limit::new("user", 2, T), Limit::new("global", 3, T)],
                 before: None,
                 raced: [req(["alice", "all"], 2), req(["bob", "all"], 2)],
-                want: [allowed(0), denied()],
+                want: vec![[allowed(0), denied()], [denied(), allowed(0)]],
                 after: vec![
                     (req(["carol", "all"], 1), allowed(0)),
                     (req(["carol", "all"], 2), denied()),
                 ],
             },
+            Race::APeekBesideACheck => Setup {
+                limits: vec![Limit::new("global", 3, T), Limit::new("user", 2, T)],
+                before: None,
+                raced: [
+                    req(["all", "alice"], 2),
+                    Request {
+                        peek: true,
+                        ..req(["all", "bob"], 2)
+                    },
+                ],
+                want: vec![[allowed(0), allowed(0)], [allowed(0), denied()]],
+                after: vec![
+                    (req(["all", "carol"], 1), allowed(0)),
+                    (req(["all", "carol"], 2), denied()),
+                ],
+            },
+        }
+    }
+
+    /// Asks `limiter` as `r` says: a check or a peek.
+    fn ask(self, limiter: &dyn Limiter, r: &Request) -> Answer {
+        if r.peek {
+            limiter.peek(&self.keys(r), r.cost, ZERO)
+        } else {
+            limiter.check(&self.keys(r), r.cost, ZERO)
         }
     }
 
@@ -114,8 +151,9 @@ impl Race {
         }
     }
 
-    /// `check(["all", "alice"], 2) at 0ns`.
-    pub fn show(self, r: &Request, verb: &str) -> String {
+    /// `check(["all", "alice"], 2) at 0ns`, or its peek.
+    pub fn show(self, r: &Request) -> String {
+        let verb = if r.peek { "peek" } else { "check" };
         if self.single() {
             format!("{verb}_n({:?}, {}) at 0ns", r.keys[0], r.cost)
         } else {
@@ -141,10 +179,9 @@ impl Race {
             .map(|r| limiter.check(&self.keys(&r), r.cost, ZERO));
         let other = limiter.clone();
         let [one, two] = setup.raced;
-        let (k1, k2) = (self.keys(&one), self.keys(&two));
         let (a, b) = crate::scenarios::both(
-            move || other.check(&k1, one.cost, ZERO),
-            || limiter.check(&k2, two.cost, ZERO),
+            move || self.ask(&**other, &one),
+            || self.ask(&**limiter, &two),
         );
         self.judge(&setup, before, [a, b], |r| {
             limiter.peek(&self.keys(r), r.cost, ZERO)
@@ -161,34 +198,31 @@ impl Race {
         [a, b]: [Answer; 2],
         peek: impl Fn(&Request) -> Answer,
     ) -> Result<(), String> {
-        let want = &setup.want;
-        let fits = |x: &Answer, y: &Answer| *x == want[0] && *y == want[1];
-        // Either request may win the last tokens; alice's denial does not
-        // depend on the order.
-        let agrees = match self {
-            Race::ADenialChargesNothing => fits(&a, &b),
-            _ => fits(&a, &b) || fits(&b, &a),
-        };
+        let want = &setup.want[0];
+        let agrees = setup.want.iter().any(|w| w[0] == a && w[1] == b);
         let told = match (setup.before, &before) {
             (Some(r), Some(got)) => {
-                format!(
-                    "first, {} answered {}; then ",
-                    self.show(&r, "check"),
-                    answer(got)
-                )
+                format!("first, {} answered {}; then ", self.show(&r), answer(got))
             }
             _ => String::new(),
         };
         let [one, two] = setup.raced;
         let raced = format!(
             "{told}at once: {} answered {}, and {} answered {}",
-            self.show(&one, "check"),
+            self.show(&one),
             answer(&a),
-            self.show(&two, "check"),
+            self.show(&two),
             answer(&b)
         );
         if !agrees {
             let contract = match self {
+                Race::APeekBesideACheck => format!(
+                    "the check {}, and the peek {} if it came first or {} if it came after: a \
+                     peek sees the limits before a check or after it, never half of one",
+                    answer(&want[0]),
+                    answer(&want[1]),
+                    answer(&setup.want[1][1]),
+                ),
                 Race::ADenialChargesNothing => format!(
                     "in either order, the first {} and the second {}: alice's own limit denies \
                      her, so her request charges nothing, not even for a moment: the global \
@@ -214,14 +248,13 @@ impl Race {
             if got != *want {
                 return Err(format!(
                     "{raced}; then {} answered {}, where the contract answers {}: {}",
-                    self.show(r, "peek"),
+                    self.show(&Request { peek: true, ..*r }),
                     answer(&got),
                     answer(want),
-                    match self {
-                        Race::TwoTakeTheLastTokens =>
-                            "the two requests left 1 token, no more, \
-                            no less",
-                        _ => "after them the global limit holds 1 token, no more, no less",
+                    if self.single() {
+                        "the two requests left 1 token, no more, no less"
+                    } else {
+                        "after them the global limit holds 1 token, no more, no less"
                     }
                 ));
             }

@@ -64,6 +64,7 @@ fn a_few() -> Script {
     let k = ["alice", "acme", "all"];
     Script {
         single: false,
+        on_redis: false,
         limits: vec![
             Limit::new("user", 3, Duration::from_millis(100)),
             Limit::new("org", 5, Duration::from_millis(50)),
@@ -171,61 +172,90 @@ pub fn one_script(v: CostVariant) -> Result<(), String> {
     Ok(())
 }
 
-/// After a few requests, each key the limiter wrote lives on in Redis no
-/// longer than until its bucket is full again, plus the grace.
+/// Each key a check writes lives on in Redis until its bucket would be
+/// full again (in whole milliseconds, rounded up) plus the grace, counted
+/// from the write: no shorter, or a bucket would come back full too soon,
+/// and no longer. A denial writes nothing, so the time to live runs on.
 pub fn expires(v: CostVariant) -> Result<(), String> {
-    let s = on_server();
-    let script = a_few();
-    let l = build(v, &script.limits, s.clone())?;
-    for r in &script.requests {
-        let _ = l.check(&r.keys(), r.cost, r.now());
+    let mut s = on_server();
+    s.grace = Duration::from_secs(2);
+    // Buckets that take far longer to fill than the grace, each its own.
+    let limits = [
+        Limit::new("user", 3, Duration::from_secs(20)),
+        Limit::new("org", 5, Duration::from_secs(7)),
+        Limit::new("global", 9, Duration::from_millis(1_500)),
+    ];
+    let keys = ["alice", "acme", "all"];
+    let l = build(v, &limits, s.clone())?;
+    let mut model = Script {
+        single: false,
+        on_redis: false,
+        limits: limits.to_vec(),
+        requests: Vec::new(),
     }
+    .model();
     let mut admin = RedisServer::shared().admin();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}*", s.prefix))
-        .query(&mut admin)
-        .map_err(|e| format!("KEYS: {e}"))?;
-    if keys.is_empty() {
-        return Err(format!(
-            "after {} requests, no key starts with the prefix {:?}: the buckets are kept \
-             elsewhere (limit i's bucket of key k is {{prefix}}{{i}}:{{k}})",
-            script.requests.len(),
-            s.prefix
-        ));
-    }
-    // The longest a bucket of these limits takes to fill, and the grace.
-    let most = script
-        .limits
-        .iter()
-        .map(|l| l.refill_every * l.capacity as u32)
-        .max()
-        .unwrap_or_default()
-        + GRACE
-        + Duration::from_secs(1);
-    for key in keys {
-        let ttl: i64 = redis::cmd("PTTL")
-            .arg(&key)
-            .query(&mut admin)
-            .map_err(|e| format!("PTTL: {e}"))?;
-        // The grace is added to the time to full, and a little real time
-        // has passed since.
-        let least = GRACE.as_millis() - 5_000;
-        if ttl < 0 || ttl as u128 > most.as_millis() || (ttl as u128) < least {
+    // Each key's time to live as the contract sets it, and when.
+    let mut set: Vec<Option<(u128, std::time::Instant)>> = vec![None; limits.len()];
+    for (cost, ms) in [(1, 0), (2, 2_500), (3, 2_501), (1, 9_000), (2, 9_000)] {
+        let now = Timestamp::from_millis(ms);
+        let got = l.check(&keys, cost, now);
+        let want = model.answer(&keys, cost, now.as_nanos(), false);
+        if got != want {
             return Err(format!(
-                "the key {key:?} has a time to live of {}; it must expire once its bucket is \
-                 full again, plus the grace ({} ms, in milliseconds): between {least} and {} ms \
-                 here (PX in the script)",
-                if ttl == -1 {
-                    "none (it would stay for ever)".to_string()
-                } else {
-                    format!("{ttl} ms")
-                },
-                GRACE.as_millis(),
-                most.as_millis()
+                "check({keys:?}, {cost}) at {ms}ms answered {}; the contract: {}",
+                answer(&got),
+                answer(&want)
             ));
+        }
+        if want.as_ref().is_ok_and(|d| d.is_allowed()) {
+            for (i, limit) in limits.iter().enumerate() {
+                let full = u128::from(limit.capacity) * limit.refill_every.as_nanos();
+                let to_full = full - model.level(i, keys[i], now.as_nanos());
+                let ms = to_full.div_ceil(1_000_000) + s.grace.as_millis();
+                set[i] = Some((ms, std::time::Instant::now()));
+            }
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let key = s.key(i, k);
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(&key)
+                .query(&mut admin)
+                .map_err(|e| format!("PTTL: {e}"))?;
+            let Some((most, at)) = set[i] else { continue };
+            // Redis's own clock has run since the write.
+            let least = most.saturating_sub(at.elapsed().as_millis() + 50);
+            if ttl < 0 || (ttl as u128) < least || ttl as u128 > most {
+                return Err(format!(
+                    "after check({keys:?}, {cost}) at {ms}ms, the key {key:?} has {}; its bucket \
+                     is full again {} after the last charge, and the grace is {} ms: it must \
+                     live {most} ms from that write (PX in the script, in milliseconds, rounded \
+                     up), so between {least} and {most} ms now",
+                    match ttl {
+                        -1 => "no time to live (it would stay for ever)".to_string(),
+                        -2 => "gone (it expired already)".to_string(),
+                        t => format!("a time to live of {t} ms"),
+                    },
+                    super::when((most - s.grace.as_millis()) * 1_000_000),
+                    s.grace.as_millis()
+                ));
+            }
         }
     }
     Ok(())
+}
+
+/// `RedisLimits::new(limits, …)`'s answer, refused or not: refusals are
+/// asked of a Redis that never answers, so that a limiter that connects
+/// before it checks its limits answers `SetupError::Redis` instead.
+pub fn setup(v: CostVariant, limits: &[Limit], refused: bool) -> Result<(), SetupError> {
+    if !refused {
+        return (v.redis)(limits, on_server()).map(|_| ());
+    }
+    let gone = Unreachable::new();
+    let mut s = settings(Target::Single(gone.url()));
+    s.timeout = Duration::from_millis(200);
+    (v.redis)(limits, s).map(|_| ())
 }
 
 /// Redis that cannot be reached is an error, never a panic or a hang:
@@ -263,6 +293,7 @@ pub fn unreachable(v: CostVariant) -> Result<(), String> {
     let l = build(v, &limits, settings(Target::Single(proxy.url(0))))?;
     let mut model = Script {
         single: false,
+        on_redis: false,
         limits: limits.clone(),
         requests: Vec::new(),
     }
@@ -326,12 +357,12 @@ pub fn peek_writes_nothing(v: CostVariant) -> Result<(), String> {
             .collect()
     };
     let keys = ["alice", "acme", "all"];
-    let peeks = |l: &dyn Limiter| {
-        for (cost, ms) in [(1, 0), (2, 0), (3, 0), (1, 30), (3, 400)] {
+    let peeks = |l: &dyn Limiter, at: &[(u64, u64)]| {
+        for &(cost, ms) in at {
             let _ = l.peek(&keys, cost, Timestamp::from_millis(ms));
         }
     };
-    peeks(&*l);
+    peeks(&*l, &[(1, 0), (2, 0), (3, 0)]);
     let made = held(&mut admin)?;
     if !made.is_empty() {
         return Err(format!(
@@ -351,8 +382,17 @@ pub fn peek_writes_nothing(v: CostVariant) -> Result<(), String> {
             .map_err(|e| format!("PEXPIRE: {e}"))?;
     }
     let before = held(&mut admin)?;
-    peeks(&*l);
+    peeks(&*l, &[(1, 0), (3, 0), (1, 30), (3, 400)]);
     let after = held(&mut admin)?;
+    let names = |h: &[Held]| h.iter().map(|k| k.0.clone()).collect::<Vec<_>>();
+    if names(&before) != names(&after) {
+        return Err(format!(
+            "after a check, peeks changed the keys in Redis from {:?} to {:?}: a peek writes \
+             nothing",
+            names(&before),
+            names(&after)
+        ));
+    }
     for ((k, was, _), (_, is, ttl)) in before.iter().zip(&after) {
         if was != is || *ttl < far - 60_000 {
             return Err(format!(
@@ -371,7 +411,7 @@ pub fn peek_writes_nothing(v: CostVariant) -> Result<(), String> {
 
 /// A race of [`Race`] between two app servers, each an instance of the
 /// limiter with a connection of its own, whose commands reach Redis in
-/// every order.
+/// every order (up to 100 orders: a request of one script each has two).
 pub fn race(v: CostVariant, race: Race) -> Result<(), String> {
     const MOST_ORDERS: usize = 100;
     let server = RedisServer::shared();
@@ -415,9 +455,14 @@ pub fn race(v: CostVariant, race: Race) -> Result<(), String> {
             .iter()
             .zip(&servers)
             .map(|(r, l)| {
-                let (l, keys, cost) = (l.clone(), race.keys(r), r.cost);
-                Box::new(move || l.check(&keys, cost, Timestamp::ZERO))
-                    as Box<dyn FnOnce() -> Answer + Send>
+                let (l, keys, r) = (l.clone(), race.keys(r), *r);
+                Box::new(move || {
+                    if r.peek {
+                        l.peek(&keys, r.cost, Timestamp::ZERO)
+                    } else {
+                        l.check(&keys, r.cost, Timestamp::ZERO)
+                    }
+                }) as Box<dyn FnOnce() -> Answer + Send>
             })
             .collect();
         let (results, steps) = proxy
@@ -456,11 +501,16 @@ pub fn race(v: CostVariant, race: Race) -> Result<(), String> {
             }
         }
     }
+    // Shown with `--nocapture`: the bound was reached before every order.
+    crate::trial::println(format_args!(
+        "race {race:?} on Redis: stopped after {MOST_ORDERS} orders of the app servers' commands"
+    ));
     Ok(())
 }
 
 /// Two limits on the cluster whose keys share a hash tag: the answers are
-/// the model's, and both buckets sit in one slot.
+/// the model's (each request one script, which Redis runs only on keys of
+/// one slot).
 pub fn one_tag(v: CostVariant) -> Result<(), String> {
     let cluster = RedisCluster::shared();
     let s = settings(Target::Cluster(cluster.urls()));
@@ -477,6 +527,7 @@ pub fn one_tag(v: CostVariant) -> Result<(), String> {
     };
     let script = Script {
         single: false,
+        on_redis: false,
         limits: limits.to_vec(),
         requests: vec![
             r(2, 0, false),

@@ -34,9 +34,14 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
                 lesson().bucket_config(which, capacity, period)
             });
         }
-        t.cases("limits", limits_cases(), move |(limits, want)| {
-            lesson().limits_config(limits, want)
-        });
+        for (module, which) in [
+            ("limits", Which::Limits),
+            ("redis_limits", Which::RedisLimits),
+        ] {
+            t.cases(module, limits_cases(), move |(limits, want)| {
+                lesson().limits_config(which, limits, want)
+            });
+        }
     });
     t.group(group::PROPERTY, |t| {
         let each: [Named<Which>; 3] = [
@@ -48,7 +53,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
             t.test(name, move || lesson().agrees_with_model(which, CASES));
         }
     });
-    let races: [Named<Race>; 4] = [
+    let races: [Named<Race>; 5] = [
         ("two_take_the_last_tokens", Race::TwoTakeTheLastTokens),
         ("two_take_a_new_key", Race::TwoTakeANewKey),
         ("a_denial_charges_nothing", Race::ADenialChargesNothing),
@@ -56,6 +61,7 @@ pub fn trials(lesson: impl Get<Lesson>) -> Trials {
             "two_requests_one_global_limit",
             Race::TwoRequestsOneGlobalLimit,
         ),
+        ("a_peek_beside_a_check", Race::APeekBesideACheck),
     ];
     t.group(group::LOOM, |t| {
         for (name, race) in races {

@@ -14,7 +14,7 @@ pub fn follow(l: &dyn Limiter, script: &Script) -> Result<Vec<Answer>, String> {
     let single = script.single;
     for (i, r) in script.requests.iter().enumerate() {
         let keys = r.keys();
-        let why = model.explain(&keys, r.cost, r.at);
+        let why = model.explain(&keys, r.cost, r.at, r.peek);
         let got = if r.peek {
             l.peek(&keys, r.cost, r.now())
         } else {
@@ -25,6 +25,7 @@ pub fn follow(l: &dyn Limiter, script: &Script) -> Result<Vec<Answer>, String> {
         if got != want {
             let upto = Script {
                 single,
+                on_redis: script.on_redis,
                 limits: script.limits.clone(),
                 requests: script.requests[..=i].to_vec(),
             };
@@ -36,7 +37,7 @@ pub fn follow(l: &dyn Limiter, script: &Script) -> Result<Vec<Answer>, String> {
                 answer(&got),
                 answer(&want),
                 if r.peek {
-                    " (a peek answers what the same check would, and charges nothing)"
+                    " A peek answers what the same check would."
                 } else {
                     ""
                 },

@@ -92,7 +92,8 @@ impl Policy {
 }
 
 impl InflightLesson {
-    /// Fails, naming the line, if the file reads what a limits may not.
+    /// Fails, naming the line, if the file reads the real clock, sleeps on
+    /// tokio's, or takes its permits from tokio.
     pub fn uses_only_its_inputs(&self) {
         self.0.uses_only_its_inputs(crate::source::Inputs::InFlight)
     }

@@ -218,8 +218,9 @@ fn decide(rules: &[Rule], tats: &[u64], n: u64, now: u64) -> Result<(Vec<u64>, u
 }
 
 /// Several limits: a request is admitted only if each of its limits admits
-/// it, and then each is charged. One lock over every TAT makes the whole
-/// decision one step no other thread can see half of.
+/// it, and then each is charged. Every limit's lock, taken in the limits'
+/// order and held to the end, makes the whole decision one step no other
+/// thread can see half of.
 pub struct Limits {
     rules: Vec<Rule>,
     /// One map of TATs per limit, each behind its own lock.
@@ -313,8 +314,9 @@ enum Connection {
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
 
-/// `Limits`, with every TAT in Redis: each request is one script over its
-/// keys, which share one slot on a cluster through a hash tag.
+/// `Limits`, with every bucket's credit in Redis: each request is one
+/// script over its keys, which share one slot on a cluster through a hash
+/// tag.
 pub struct RedisLimits {
     rules: Vec<Rule>,
     settings: RedisSettings,
