@@ -261,30 +261,45 @@ fn limit(shape: Shape, name: &'static str) -> BoxedStrategy<Limit> {
 fn limits(shape: Shape) -> BoxedStrategy<Vec<Limit>> {
     match shape {
         Shape::Single => limit(shape, "bucket").prop_map(|l| vec![l]).boxed(),
-        _ => (1..=3usize)
-            .prop_flat_map(move |n| (0..n).map(|i| limit(shape, NAMES[i])).collect::<Vec<_>>())
+        // Now and then two limits of one name on the same keys (a burst limit
+        // and a per-minute limit, both per user): each is still its own.
+        _ => (1..=3usize, proptest::bool::weighted(0.2))
+            .prop_flat_map(move |(n, alike)| {
+                (0..n)
+                    .map(|i| limit(shape, if alike { NAMES[0] } else { NAMES[i] }))
+                    .collect::<Vec<_>>()
+            })
             .boxed(),
     }
 }
 
-fn keys(shape: Shape, n: usize) -> BoxedStrategy<Vec<String>> {
-    let pool = |i: usize| -> BoxedStrategy<String> {
+/// Keys for `limits`, each from its limit's pool (by the limit's name).
+fn keys(shape: Shape, limits: &[Limit]) -> BoxedStrategy<Vec<String>> {
+    let n = limits.len();
+    let names: Vec<&'static str> = limits.iter().map(|l| l.name).collect();
+    let pool = move |i: usize| -> BoxedStrategy<String> {
         let from: &'static [&'static str] = match shape {
             Shape::Single => &["a", "b", "A"],
-            _ => KEYS[i.min(2)],
+            // The key one too many takes the last pool.
+            _ => {
+                KEYS[names
+                    .get(i)
+                    .and_then(|m| NAMES.iter().position(|n| n == m))
+                    .unwrap_or(2)]
+            }
         };
         proptest::sample::select(from)
             .prop_map(str::to_string)
             .boxed()
     };
-    let right: Vec<BoxedStrategy<String>> = (0..n).map(pool).collect();
+    let right: Vec<BoxedStrategy<String>> = (0..n).map(&pool).collect();
     match shape {
         Shape::Single => right.boxed(),
         // One key too few or too many, now and then.
         _ => prop_oneof![
             12 => right,
-            1 => (0..n).map(pool).collect::<Vec<_>>().prop_map(|mut k| { k.pop(); k }),
-            1 => (0..=n).map(pool).collect::<Vec<_>>(),
+            1 => (0..n).map(&pool).collect::<Vec<_>>().prop_map(|mut k| { k.pop(); k }),
+            1 => (0..=n).map(&pool).collect::<Vec<_>>(),
         ]
         .boxed(),
     }
@@ -339,7 +354,7 @@ pub fn script(shape: Shape) -> impl Strategy<Value = Script> {
     limits(shape)
         .prop_flat_map(move |limits| {
             let request = (
-                keys(shape, limits.len()),
+                keys(shape, &limits),
                 cost(&limits),
                 gap(&limits),
                 proptest::bool::weighted(0.25),
