@@ -179,11 +179,13 @@ pub fn one_script(v: CostVariant) -> Result<(), String> {
 pub fn expires(v: CostVariant) -> Result<(), String> {
     let mut s = on_server();
     s.grace = Duration::from_secs(2);
-    // Buckets that take far longer to fill than the grace, each its own.
+    // Buckets that take far longer to fill than the grace, each its own,
+    // and times to full that are not whole milliseconds (a time to live
+    // rounded down is a bucket forgotten before it is full).
     let limits = [
-        Limit::new("user", 3, Duration::from_secs(20)),
-        Limit::new("org", 5, Duration::from_secs(7)),
-        Limit::new("global", 9, Duration::from_millis(1_500)),
+        Limit::new("user", 3, Duration::from_nanos(20_000_000_300)),
+        Limit::new("org", 5, Duration::from_nanos(7_000_450_000)),
+        Limit::new("global", 9, Duration::from_nanos(1_500_700_000)),
     ];
     let keys = ["alice", "acme", "all"];
     let l = build(v, &limits, s.clone())?;
@@ -195,11 +197,22 @@ pub fn expires(v: CostVariant) -> Result<(), String> {
     }
     .model();
     let mut admin = RedisServer::shared().admin();
-    // Each key's time to live as the contract sets it, and when.
-    let mut set: Vec<Option<(u128, std::time::Instant)>> = vec![None; limits.len()];
+    // Redis's own clock, in ms: a key written between two readings expires
+    // its PX after a millisecond between them.
+    let clock = |admin: &mut redis::Connection| -> Result<u128, String> {
+        let (secs, micros): (u128, u128) = redis::cmd("TIME")
+            .query(admin)
+            .map_err(|e| format!("TIME: {e}"))?;
+        Ok(secs * 1_000 + micros / 1_000)
+    };
+    // Each key's expiry instant as the contract sets it: a range of
+    // Redis's milliseconds, and the PX.
+    let mut set: Vec<Option<(u128, u128, u128, u128)>> = vec![None; limits.len()];
     for (cost, ms) in [(1, 0), (2, 2_500), (3, 2_501), (1, 9_000), (2, 9_000)] {
         let now = Timestamp::from_millis(ms);
+        let before = clock(&mut admin)?;
         let got = l.check(&keys, cost, now);
+        let after = clock(&mut admin)?;
         let want = model.answer(&keys, cost, now.as_nanos(), false);
         if got != want {
             return Err(format!(
@@ -212,32 +225,37 @@ pub fn expires(v: CostVariant) -> Result<(), String> {
             for (i, limit) in limits.iter().enumerate() {
                 let full = u128::from(limit.capacity) * limit.refill_every.as_nanos();
                 let to_full = full - model.level(i, keys[i], now.as_nanos());
-                let ms = to_full.div_ceil(1_000_000) + s.grace.as_millis();
-                set[i] = Some((ms, std::time::Instant::now()));
+                let px = to_full.div_ceil(1_000_000) + s.grace.as_millis();
+                set[i] = Some((before + px, after + px, px, to_full));
             }
         }
         for (i, k) in keys.iter().enumerate() {
             let key = s.key(i, k);
-            let ttl: i64 = redis::cmd("PTTL")
+            let at: i64 = redis::cmd("PEXPIRETIME")
                 .arg(&key)
                 .query(&mut admin)
-                .map_err(|e| format!("PTTL: {e}"))?;
-            let Some((most, at)) = set[i] else { continue };
-            // Redis's own clock has run since the write.
-            let least = most.saturating_sub(at.elapsed().as_millis() + 50);
-            if ttl < 0 || (ttl as u128) < least || ttl as u128 > most {
+                .map_err(|e| format!("PEXPIRETIME: {e}"))?;
+            let Some((earliest, latest, px, to_full)) = set[i] else {
+                continue;
+            };
+            if at < 0 || (at as u128) < earliest || at as u128 > latest {
                 return Err(format!(
-                    "after check({keys:?}, {cost}) at {ms}ms, the key {key:?} has {}; its bucket \
-                     is full again {} after the last charge, and the grace is {} ms: it must \
-                     live {most} ms from that write (PX in the script, in milliseconds, rounded \
-                     up), so between {least} and {most} ms now",
-                    match ttl {
-                        -1 => "no time to live (it would stay for ever)".to_string(),
-                        -2 => "gone (it expired already)".to_string(),
-                        t => format!("a time to live of {t} ms"),
+                    "after check({keys:?}, {cost}) at {ms}ms, the key {key:?} {}; its bucket is \
+                     full again {} after its last charge, and the grace is {} ms: it must \
+                     expire {px} ms after that write (PX in the script, in milliseconds, \
+                     rounded up), so at {earliest}..={latest} on Redis's clock{}",
+                    match at {
+                        -1 => "has no time to live (it would stay for ever)".to_string(),
+                        -2 => "is gone (it expired already)".to_string(),
+                        t => format!("expires at {t} ms on Redis's clock"),
                     },
-                    super::when((most - s.grace.as_millis()) * 1_000_000),
-                    s.grace.as_millis()
+                    super::when(to_full),
+                    s.grace.as_millis(),
+                    if at >= 0 && (at as u128) < earliest {
+                        format!(", not {} ms sooner", earliest - at as u128)
+                    } else {
+                        String::new()
+                    }
                 ));
             }
         }
